@@ -1,0 +1,1 @@
+"""The sans-I/O core of kibitz: game rules, the searcher and the protocol schema."""

@@ -1,0 +1,263 @@
+"""The one interface every game implements.
+
+A game is a set of pure functions over immutable states: a state and a move go in, a
+new state (or a typed error) comes out. The server, the searcher, the CLI and the tests
+depend only on this interface; a game module never performs I/O.
+
+Players are numbered 0 and 1; player 0 is the side that moves first from the standard
+initial position (X in tic-tac-toe, Black in Othello and Kono, White in chess and
+draughts, South in Oware). ``Game.players`` names them for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+State = TypeVar("State")
+Move = TypeVar("Move")
+
+Player = int  # 0 or 1
+OptionValue = int | str | bool
+Options = Mapping[str, OptionValue]
+
+
+class GameError(ValueError):
+    """Base of every rules error. The message always names the offending input."""
+
+    code = "game/error"
+
+
+class InvalidMoveError(GameError):
+    """The move text cannot be parsed in this game's notation."""
+
+    code = "move/invalid"
+
+
+class IllegalMoveError(GameError):
+    """The move is well formed but not legal in this position."""
+
+    code = "move/illegal"
+
+
+class InvalidPositionError(GameError):
+    """The position text cannot be parsed or describes an impossible position."""
+
+    code = "position/invalid"
+
+
+class InvalidOptionError(GameError):
+    """An unknown game option, or a value out of range."""
+
+    code = "options/invalid"
+
+
+class GameOverError(GameError):
+    """A move was attempted in a finished game."""
+
+    code = "game/over"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a finished game ended: ``winner`` is a player number, or None for a draw."""
+
+    winner: Player | None
+    reason: str
+
+    def for_player(self, player: Player) -> str:
+        """'win', 'loss' or 'draw' from ``player``'s point of view."""
+        if self.winner is None:
+            return "draw"
+        return "win" if self.winner == player else "loss"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One game option, as shown by ``kibitz games`` and the lobby."""
+
+    name: str
+    default: OptionValue
+    help: str
+    choices: tuple[OptionValue, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def coerce(self, value: object) -> OptionValue:
+        """Validate ``value`` against this spec, converting numeric strings."""
+        if isinstance(self.default, bool):
+            if isinstance(value, bool):
+                return value
+            if value in ("true", "false"):
+                return value == "true"
+            raise InvalidOptionError(f"option {self.name!r} takes true or false, not {value!r}")
+        if isinstance(self.default, int):
+            if isinstance(value, str) and value.lstrip("-").isdigit():
+                value = int(value)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidOptionError(f"option {self.name!r} takes an integer, not {value!r}")
+            if self.minimum is not None and value < self.minimum:
+                raise InvalidOptionError(f"option {self.name!r} must be >= {self.minimum}")
+            if self.maximum is not None and value > self.maximum:
+                raise InvalidOptionError(f"option {self.name!r} must be <= {self.maximum}")
+            return value
+        if not isinstance(value, str):
+            raise InvalidOptionError(f"option {self.name!r} takes a string, not {value!r}")
+        if self.choices and value not in self.choices:
+            raise InvalidOptionError(
+                f"option {self.name!r} must be one of {', '.join(map(str, self.choices))}"
+            )
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"default": self.default, "help": self.help}
+        if self.choices:
+            info["choices"] = list(self.choices)
+        if self.minimum is not None:
+            info["min"] = self.minimum
+        if self.maximum is not None:
+            info["max"] = self.maximum
+        return info
+
+
+@dataclass(frozen=True, slots=True)
+class MoveFacts:
+    """What move ordering needs to know about a move, without knowing the game.
+
+    ``capture`` is the value of what the move takes (0 for none), ``attacker`` the value
+    of the piece that moves (for MVV-LVA), ``promotion`` a rank where higher is better
+    (0 for none; chess ranks queen 4 > rook 3 > knight 2 > bishop 1), ``check`` whether
+    it gives check.
+    """
+
+    capture: int = 0
+    attacker: int = 0
+    promotion: int = 0
+    check: bool = False
+
+
+class Game(Generic[State, Move]):
+    """Rules of one game. Subclasses are stateless singletons registered by name.
+
+    Required: everything that raises NotImplementedError. Optional hooks for the
+    searcher (``move_facts``, ``noisy_moves``, ``null_move``, ``in_check``) have safe
+    defaults that switch the corresponding technique off.
+    """
+
+    name: str = ""
+    title: str = ""
+    players: tuple[str, str] = ("First", "Second")
+    option_specs: tuple[OptionSpec, ...] = ()
+    #: Whether the searcher may solve the whole game exactly (tiny game trees).
+    small: bool = False
+
+    # -- options and positions -------------------------------------------------------
+    def normalize_options(self, options: Options | None = None) -> dict[str, OptionValue]:
+        """Defaults filled in, unknown names and bad values rejected."""
+        given = dict(options or {})
+        specs = {spec.name: spec for spec in self.option_specs}
+        unknown = sorted(set(given) - set(specs))
+        if unknown:
+            raise InvalidOptionError(f"{self.name} has no option {unknown[0]!r}")
+        return {
+            name: spec.coerce(given[name]) if name in given else spec.default
+            for name, spec in specs.items()
+        }
+
+    def initial(self, options: Options | None = None) -> State:
+        raise NotImplementedError
+
+    def parse_position(self, text: str) -> State:
+        """The state written by ``format_position``; raises InvalidPositionError."""
+        raise NotImplementedError
+
+    def format_position(self, state: State) -> str:
+        raise NotImplementedError
+
+    # -- moves -------------------------------------------------------------------------
+    def to_move(self, state: State) -> Player:
+        raise NotImplementedError
+
+    def legal_moves(self, state: State) -> list[Move]:
+        """Every legal move; empty exactly when the game is over."""
+        raise NotImplementedError
+
+    def apply(self, state: State, move: Move) -> State:
+        """The state after ``move``, which must come from ``legal_moves(state)``."""
+        raise NotImplementedError
+
+    def outcome(self, state: State) -> Outcome | None:
+        """None while the game goes on."""
+        raise NotImplementedError
+
+    def parse_move(self, state: State, text: str) -> Move:
+        """A legal move from its text; raises InvalidMoveError or IllegalMoveError."""
+        raise NotImplementedError
+
+    def format_move(self, state: State, move: Move) -> str:
+        """The move's notation in ``state`` (the state before the move)."""
+        raise NotImplementedError
+
+    def hash_key(self, state: State) -> int:
+        """A 64-bit Zobrist-style key, maintained incrementally by ``apply``."""
+        raise NotImplementedError
+
+    def hash_from_scratch(self, state: State) -> int:
+        """The same key recomputed from the whole state (for tests)."""
+        return self.hash_key(state)
+
+    def view(self, state: State) -> dict[str, Any]:
+        """A JSON-ready picture of the board for clients; see docs/protocol.md."""
+        raise NotImplementedError
+
+    def display_move(self, state: State, move: Move) -> str:
+        """The move as people read it (SAN in chess); the wire notation by default."""
+        return self.format_move(state, move)
+
+    # -- helpers built on the above --------------------------------------------------
+    def play(self, state: State, text: str) -> State:
+        """Parse and apply one move text, with the typed errors of ``parse_move``."""
+        if self.outcome(state) is not None:
+            raise GameOverError(f"the game is over; {text!r} cannot be played")
+        return self.apply(state, self.parse_move(state, text))
+
+    def legal_move_texts(self, state: State) -> list[str]:
+        return [self.format_move(state, m) for m in self.legal_moves(state)]
+
+    def perft(self, state: State, depth: int) -> int:
+        """Number of move sequences of length ``depth``; games may override for speed."""
+        if depth == 0:
+            return 1
+        moves = self.legal_moves(state)
+        if depth == 1:
+            return len(moves)
+        return sum(self.perft(self.apply(state, m), depth - 1) for m in moves)
+
+    # -- optional hooks for the searcher ---------------------------------------------
+    def move_facts(self, state: State, move: Move) -> MoveFacts:
+        return _QUIET
+
+    def noisy_moves(self, state: State) -> list[Move]:
+        """Moves quiescence search should still try (captures); none by default."""
+        return []
+
+    def null_move(self, state: State) -> State | None:
+        """The state with the turn passed, where that is meaningful; None otherwise."""
+        return None
+
+    def in_check(self, state: State) -> bool:
+        return False
+
+
+_QUIET = MoveFacts()
+
+
+@dataclass(frozen=True, slots=True)
+class GameInfo:
+    """What ``kibitz games`` and the lobby show about a game."""
+
+    name: str
+    title: str
+    players: tuple[str, str]
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
