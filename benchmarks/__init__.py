@@ -1,0 +1,1 @@
+"""Benchmarks behind ``kibitz bench``: our code against a peer, in the same run."""
