@@ -1,0 +1,1 @@
+"""Clients of kibitz: the static web client (``static/``) and the Python client."""

@@ -293,13 +293,18 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One AI move to compute, for ``room`` at ``version``."""
+    """One AI move to compute, for ``room`` at ``version``.
+
+    ``position`` is the game's start position and ``moves`` the moves played since, so
+    the worker rebuilds the exact state, repetition history included.
+    """
 
     job_id: str
     room: str
     version: int
     game: str
     position: str
+    moves: list[str]
     level: int
     budget: Budget
     seed: int = 0
@@ -316,7 +321,11 @@ class Job:
             job = cls(budget=budget, **data)
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError("job/invalid", f"malformed job entry: {exc}") from None
-        if not isinstance(job.position, str) or not isinstance(job.version, int):
+        if (
+            not isinstance(job.position, str)
+            or not isinstance(job.version, int)
+            or not isinstance(job.moves, list)
+        ):
             raise ProtocolError("job/invalid", "malformed job entry: bad field types")
         return job
 

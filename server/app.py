@@ -1,0 +1,359 @@
+"""The aiohttp application: HTTP routes, the WebSocket endpoint and background loops.
+
+The WebSocket handler only moves bytes: it decodes a frame, parses it with the protocol
+schema, hands the typed message to the room service, and queues replies. Room changes
+reach every follower through the hub (Redis pub/sub), whichever node made them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import WSCloseCode, WSMsgType, web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+
+from kibitz.server.hub import Connection, Hub
+from kibitz.server.results import ResultsConsumer
+from kibitz.server.room import RoomError, new_token, seat_for_token, summary
+from kibitz.server.service import RoomService
+from kibitz.server.store import JOBS, RESULTS, RoomStore
+from kibitz.shared.games import available_games
+from kibitz.shared.protocol import (
+    MAX_FRAME_BYTES,
+    ClientMessage,
+    Codec,
+    Create,
+    Join,
+    Leave,
+    Ping,
+    PlayMove,
+    ProtocolError,
+    Resign,
+    Resume,
+    Watch,
+    decode,
+    error_message,
+    parse_client_message,
+    pong_message,
+    seat_message,
+    welcome_message,
+)
+
+log = logging.getLogger(__name__)
+
+# aiohttp refuses frames past this outright (close 1009); frames between MAX_FRAME_BYTES
+# and this get a typed error first, then the same close.
+HARD_FRAME_LIMIT = 1024 * 1024
+RATE_PER_SECOND = 30.0
+RATE_BURST = 60.0
+MAX_STRIKES = 20  # malformed frames or rate-limit hits before the socket is closed
+RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
+
+STORE_KEY = web.AppKey("store", RoomStore)
+SERVICE_KEY = web.AppKey("service", RoomService)
+HUB_KEY = web.AppKey("hub", Hub)
+REDIS_KEY = web.AppKey("redis", aioredis.Redis)
+NODE_KEY = web.AppKey("node", str)
+METRICS_KEY = web.AppKey("metrics", "Metrics")
+TASKS_KEY = web.AppKey("tasks", list)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.connections = Gauge(
+            "kibitz_connections", "open WebSocket connections", registry=self.registry
+        )
+        self.messages = Counter(
+            "kibitz_messages_total", "client messages by type", ["type"], registry=self.registry
+        )
+        self.errors = Counter(
+            "kibitz_errors_total", "errors sent by code", ["code"], registry=self.registry
+        )
+        self.moves = Counter("kibitz_moves_total", "moves committed", registry=self.registry)
+        self.ai_moves = Counter(
+            "kibitz_ai_moves_total", "worker results applied", registry=self.registry
+        )
+
+
+def static_dir() -> Path:
+    return Path(str(resources.files("kibitz.client").joinpath("static")))
+
+
+def create_app(redis_url: str, node: str | None = None) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024)
+    app[NODE_KEY] = node or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    app[METRICS_KEY] = Metrics()
+
+    async def startup(app: web.Application) -> None:
+        redis = aioredis.from_url(redis_url, decode_responses=True)
+        await redis.ping()
+        store = RoomStore(redis)
+        await store.ensure_groups()
+        service = RoomService(store)
+        hub = Hub(redis, store)
+        await hub.start()
+        consumer = ResultsConsumer(redis, service, app[NODE_KEY], app[METRICS_KEY].ai_moves)
+        app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
+        app[TASKS_KEY] = [asyncio.create_task(consumer.run())]
+
+    async def cleanup(app: web.Application) -> None:
+        for task in app[TASKS_KEY]:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await app[HUB_KEY].stop()
+        await app[REDIS_KEY].aclose()
+
+    app.on_startup.append(startup)
+    app.on_shutdown.append(cleanup)
+    app.router.add_get("/", index)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/ws", websocket)
+    app.router.add_get("/api/games", api_games)
+    app.router.add_get("/api/rooms", api_rooms)
+    app.router.add_get("/api/rooms/{room}", api_room)
+    app.router.add_get("/api/status", api_status)
+    app.router.add_static("/static/", static_dir(), show_index=False)
+    app.router.add_get("/{name:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*}", static_file)
+    return app
+
+
+# -- HTTP -------------------------------------------------------------------------------------
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(static_dir() / "index.html")
+
+
+async def static_file(request: web.Request) -> web.StreamResponse:
+    """Client files also at the root, so pages may use relative paths."""
+    root = static_dir().resolve()
+    path = (root / request.match_info["name"]).resolve()
+    if root not in path.parents or not path.is_file():
+        raise web.HTTPNotFound(text="not found")
+    return web.FileResponse(path)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    try:
+        await request.app[REDIS_KEY].ping()
+    except (aioredis.ConnectionError, OSError) as exc:
+        return web.json_response({"ok": False, "redis": str(exc)}, status=503)
+    return web.json_response({"ok": True, "node": request.app[NODE_KEY]})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    m = request.app[METRICS_KEY]
+    m.connections.set(len(request.app[HUB_KEY].connections))
+    return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def api_games(request: web.Request) -> web.Response:
+    return web.json_response(
+        [
+            {
+                "name": g.name,
+                "title": g.title,
+                "players": list(g.players),
+                "options": {s.name: s.describe() for s in g.option_specs},
+            }
+            for g in available_games()
+        ]
+    )
+
+
+async def api_rooms(request: web.Request) -> web.Response:
+    rooms = await request.app[STORE_KEY].live_rooms()
+    return web.json_response({"rooms": [summary(r) for r in rooms]})
+
+
+async def api_room(request: web.Request) -> web.Response:
+    service = request.app[SERVICE_KEY]
+    try:
+        room = await service.get(request.match_info["room"])
+    except RoomError as exc:
+        return web.json_response(error_message(exc.code, exc.message), status=404)
+    return web.json_response(await service.snapshot(room))
+
+
+async def api_status(request: web.Request) -> web.Response:
+    redis = request.app[REDIS_KEY]
+    return web.json_response(await cluster_status(redis))
+
+
+async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
+    """Queue depths, pending jobs and live workers, as ``kibitz status`` prints them."""
+    out: dict[str, Any] = {"jobs": {}, "results": {}, "workers": []}
+    for name, stream in (("jobs", JOBS), ("results", RESULTS)):
+        length = await redis.xlen(stream)
+        groups = await redis.xinfo_groups(stream) if length or await redis.exists(stream) else []
+        out[name] = {
+            "length": length,
+            "pending": sum(int(g["pending"]) for g in groups),
+            "lag": sum(int(g.get("lag") or 0) for g in groups),
+        }
+    async for key in redis.scan_iter(match="kibitz:workers:*", count=100):
+        info = await redis.hgetall(key)
+        if info:
+            out["workers"].append(info)
+    out["live_rooms"] = await redis.zcard("kibitz:rooms:live")
+    return out
+
+
+# -- WebSocket --------------------------------------------------------------------------------
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    ws = web.WebSocketResponse(max_msg_size=HARD_FRAME_LIMIT, heartbeat=30)
+    await ws.prepare(request)
+    codec: Codec = "msgpack" if request.query.get("codec") == "msgpack" else "json"
+    conn = Connection(ws, codec)
+    hub = app[HUB_KEY]
+    hub.add(conn)
+    app[METRICS_KEY].connections.inc()
+    conn.send(welcome_message(app[NODE_KEY]))
+    session = Session(app, conn)
+    try:
+        async for frame in ws:
+            if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                if not await session.on_frame(frame.data):
+                    break
+            elif frame.type == WSMsgType.ERROR:
+                break
+    finally:
+        app[METRICS_KEY].connections.dec()
+        await hub.remove(conn)
+        if not ws.closed:
+            await conn.close()
+        conn.writer.cancel()
+    return ws
+
+
+class Session:
+    """One connection's message loop: validation at the edge, then the room service."""
+
+    def __init__(self, app: web.Application, conn: Connection) -> None:
+        self.app = app
+        self.conn = conn
+        self.service = app[SERVICE_KEY]
+        self.hub = app[HUB_KEY]
+        self.metrics = app[METRICS_KEY]
+        self.strikes = 0
+        self.tokens = RATE_BURST
+        self.refilled = time.monotonic()
+
+    async def on_frame(self, data: str | bytes) -> bool:
+        """Handle one frame; False when the connection must close."""
+        if not self._take_token():
+            return self._strike("rate/limited", "too many messages; slow down")
+        try:
+            raw = decode(data)
+        except ProtocolError as exc:
+            if exc.code == "frame/too_large":
+                self._error(exc.code, exc.message)
+                await self.conn.close(WSCloseCode.MESSAGE_TOO_BIG, b"frame too large")
+                return False
+            return self._strike(exc.code, exc.message)
+        try:
+            message = parse_client_message(raw)
+        except ProtocolError as exc:
+            rid = raw.get("rid")
+            return self._strike(exc.code, exc.message, rid if isinstance(rid, int | str) else None)
+        self.metrics.messages.labels(type(message).__name__.lower()).inc()
+        try:
+            await self.dispatch(message)
+        except ProtocolError as exc:  # RoomError included
+            self._error(exc.code, exc.message, message.rid)
+        except (aioredis.ConnectionError, OSError):
+            log.exception("storage unavailable")
+            self._error("server/unavailable", "storage unavailable; try again", message.rid)
+        return True
+
+    async def dispatch(self, message: ClientMessage) -> None:
+        service, conn = self.service, self.conn
+        if isinstance(message, Ping):
+            conn.send(pong_message(message.rid))
+        elif isinstance(message, Create):
+            token = new_token()
+            room, seat = await service.create(message, token)
+            conn.send(seat_message(room.id, seat, token, message.rid))
+            await self._follow(room.id, seat)
+        elif isinstance(message, Join):
+            token = new_token()
+            room, seat = await service.join(message, token)
+            conn.send(seat_message(room.id, seat, token, message.rid))
+            await self._follow(room.id, seat)
+        elif isinstance(message, Watch):
+            await self._follow(message.room, None)
+        elif isinstance(message, Resume):
+            await self._resume(message)
+        elif isinstance(message, PlayMove):
+            await service.move(message)
+            self.metrics.moves.inc()
+        elif isinstance(message, Resign):
+            await service.resign(message)
+        elif isinstance(message, Leave):
+            await self.hub.unfollow(conn, message.room)
+
+    async def _follow(self, room_id: str, seat: int | None) -> None:
+        room = await self.service.get(room_id)
+        await self.hub.follow(self.conn, room.id, seat)
+        snap = await self.service.snapshot(room)
+        snap["event"] = {"kind": "resync"}
+        self.conn.send_state(room.id, snap)
+
+    async def _resume(self, message: Resume) -> None:
+        room = await self.service.get(message.room)
+        seat = seat_for_token(room, message.token) if message.token else None
+        await self.hub.follow(self.conn, room.id, seat)
+        since = message.since
+        if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
+            for snap in await self.service.store.events_since(room.id, since):
+                self.conn.send_state(room.id, snap)
+            if room.version == since:
+                snap = await self.service.snapshot(room)
+                snap["event"] = {"kind": "resync"}
+                self.conn.send_state(room.id, snap)
+            return
+        snap = await self.service.snapshot(room)
+        snap["event"] = {"kind": "resync"}
+        self.conn.send_state(room.id, snap)
+
+    def _take_token(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(RATE_BURST, self.tokens + (now - self.refilled) * RATE_PER_SECOND)
+        self.refilled = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def _strike(self, code: str, text: str, rid: str | int | None = None) -> bool:
+        self._error(code, text, rid)
+        self.strikes += 1
+        if self.strikes >= MAX_STRIKES:
+            asyncio.ensure_future(
+                self.conn.close(WSCloseCode.POLICY_VIOLATION, b"too many bad messages")
+            )
+            return False
+        return True
+
+    def _error(self, code: str, text: str, rid: str | int | None = None) -> None:
+        self.metrics.errors.labels(code).inc()
+        self.conn.send(error_message(code, text, rid))
+
+
+__all__ = ["MAX_FRAME_BYTES", "create_app", "cluster_status"]

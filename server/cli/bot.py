@@ -1,0 +1,41 @@
+"""``kibitz bot``: play one game through the public protocol, print a JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from kibitz.client.bot import play_game
+from kibitz.client.connection import ServerError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "bot", help="play one game as a bot (random legal moves) and print the result as JSON"
+    )
+    parser.add_argument("url", help="server URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--game", required=True)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--opponent", default="human", help="human or ai:LEVEL (1-8)")
+    group.add_argument("--join", metavar="ROOM_ID", help="join this room instead of creating one")
+    parser.add_argument("--seat", default=None, help="0 (moves first), 1 or random")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random moves")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait per turn")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = dict(item.split("=", 1) for item in args.option)
+    seat = None if args.seat in (None, "random") else int(args.seat)
+    try:
+        report = asyncio.run(
+            play_game(args.url, args.game, args.opponent, args.join, seat, options, args.seed,
+                      args.timeout)
+        )
+    except ServerError as exc:
+        print(json.dumps({"error": exc.code, "message": exc.message}))
+        return 2
+    print(json.dumps(report.to_dict()))
+    return 0

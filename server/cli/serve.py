@@ -1,0 +1,124 @@
+"""``kibitz serve``: the game server, with its own Redis and workers by default."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from kibitz.server.app import create_app
+from kibitz.server.embedded_redis import EmbeddedRedis
+
+log = logging.getLogger("kibitz.serve")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "kibitz"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the game server",
+        description="Run the game server. With no Redis URL it starts a private Redis "
+        "(persistent, in --data-dir) and local AI workers.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("KIBITZ_REDIS_URL"),
+        help="Redis URL of a shared store (default: $KIBITZ_REDIS_URL, else a private Redis)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local AI worker processes (default: 2 with the private Redis, 0 with --redis)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ["KIBITZ_DATA_DIR"])
+        if os.environ.get("KIBITZ_DATA_DIR")
+        else default_data_dir(),
+        help="where the private Redis keeps its data (default: %(default)s)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=os.environ.get("KIBITZ_LOG", "INFO"),
+        format="%(asctime)s serve %(levelname)s %(name)s %(message)s",
+    )
+    embedded: EmbeddedRedis | None = None
+    redis_url = args.redis
+    if not redis_url:
+        embedded = EmbeddedRedis(args.data_dir / "redis").start()
+        redis_url = embedded.url
+        log.info("private Redis on %s (data in %s)", redis_url, embedded.data_dir)
+    n_workers = args.workers if args.workers is not None else (2 if embedded else 0)
+    try:
+        return asyncio.run(_serve(args.host, args.port, redis_url, n_workers))
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def worker_command(redis_url: str) -> list[str]:
+    return [sys.executable, "-m", "kibitz.server.cli", "worker", "--redis", redis_url]
+
+
+async def _serve(host: str, port: int, redis_url: str, n_workers: int) -> int:
+    app = create_app(redis_url)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    display_host = f"[{host}]" if ":" in host else host
+    print(f"kibitz listening on http://{display_host}:{bound}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    workers = [subprocess.Popen(worker_command(redis_url)) for _ in range(n_workers)]
+    supervisor = asyncio.create_task(_supervise(workers, redis_url))
+    try:
+        await stop.wait()
+    finally:
+        supervisor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervisor
+        for proc in workers:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in workers:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        await runner.cleanup()
+    return 0
+
+
+async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> None:
+    """Restart a local worker that died (its pending job is reclaimed by another)."""
+    while True:
+        await asyncio.sleep(1.0)
+        for i, proc in enumerate(workers):
+            if proc.poll() is not None:
+                log.warning("worker %d exited with %s; restarting", proc.pid, proc.returncode)
+                workers[i] = subprocess.Popen(worker_command(redis_url))

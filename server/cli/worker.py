@@ -1,0 +1,51 @@
+"""``kibitz worker``: AI worker processes for a shared Redis."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+
+from kibitz.workers.worker import WorkerConfig, run_worker
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "worker",
+        help="run AI worker processes",
+        description="Take AI search jobs from the Redis queue; start more on any machine.",
+    )
+    parser.add_argument("--redis", default=os.environ.get("KIBITZ_REDIS_URL"), required=False)
+    parser.add_argument("--concurrency", type=int, default=1, help="worker processes")
+    parser.add_argument("--lease-ms", type=int, default=15_000,
+                        help="idle time after which another worker takes a job over")
+    parser.add_argument("--max-jobs", type=int, default=None, help="exit after this many jobs")
+    parser.add_argument("--name", default="", help="consumer name (default: host-pid)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.redis:
+        raise SystemExit("kibitz worker: --redis URL (or KIBITZ_REDIS_URL) is required")
+    config = WorkerConfig(args.redis, args.name, args.lease_ms, args.max_jobs)
+    if args.concurrency <= 1:
+        return run_worker(config)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=run_worker, args=(WorkerConfig(args.redis, f"{args.name}{i}" if args.name else "", args.lease_ms, args.max_jobs),))
+        for i in range(args.concurrency)
+    ]
+    for proc in procs:
+        proc.start()
+
+    def forward(signum: int, _frame: object) -> None:
+        for proc in procs:
+            if proc.is_alive() and proc.pid:
+                os.kill(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for proc in procs:
+        proc.join()
+    return max((proc.exitcode or 0) for proc in procs)

@@ -1,0 +1,171 @@
+"""Connections and fan-out: who on this node follows which room.
+
+Every room change is published by the commit script on the room's channel; each node
+listens to all room channels and forwards a snapshot to its local followers. Sends never
+wait on a client: each connection has a bounded queue drained by its own writer task,
+and a client whose queue overflows is disconnected (it can reconnect and resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import WSCloseCode, web
+
+from kibitz.server.store import PREFIX, RoomStore
+from kibitz.shared.protocol import Codec, encode
+
+log = logging.getLogger(__name__)
+
+SEND_QUEUE = 64  # messages; past this the client is too slow and is dropped
+CLOSE_SLOW = 1013  # "try again later"
+ROOM_PATTERN = PREFIX + "room:*"
+
+
+class Connection:
+    """One WebSocket client: its codec, send queue and the rooms it follows."""
+
+    def __init__(self, ws: web.WebSocketResponse, codec: Codec) -> None:
+        self.ws = ws
+        self.codec = codec
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SEND_QUEUE)
+        self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
+        self.last_version: dict[str, int] = {}
+        self.writer = asyncio.create_task(self._write())
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue a message; never blocks. Drops the client if it is too slow."""
+        if self.ws.closed:
+            return
+        try:
+            self.queue.put_nowait(message)
+        except asyncio.QueueFull:
+            log.warning("dropping a slow client (%d queued messages)", SEND_QUEUE)
+            self.writer.cancel()
+            asyncio.ensure_future(self.ws.close(code=CLOSE_SLOW, message=b"too slow"))
+
+    def send_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
+        """Send a room snapshot with this viewer's seat, skipping versions already sent."""
+        version = int(snapshot["version"])
+        if self.last_version.get(room_id, -1) >= version and snapshot.get("event", {}).get(
+            "kind"
+        ) != "resync":
+            return
+        self.last_version[room_id] = version
+        self.send({**snapshot, "you": self.rooms.get(room_id)})
+
+    async def close(self, code: int = WSCloseCode.OK, message: bytes = b"") -> None:
+        """Flush what is queued (briefly), then close with ``code``."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
+        if not self.writer.done():
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self.writer), timeout=1.0)
+        self.writer.cancel()
+        await self.ws.close(code=code, message=message)
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                message = await self.queue.get()
+                if message is None:
+                    return
+                frame = encode(message, self.codec)
+                if isinstance(frame, bytes):
+                    await self.ws.send_bytes(frame)
+                else:
+                    await self.ws.send_str(frame)
+        except (ConnectionResetError, RuntimeError, asyncio.CancelledError):
+            return
+
+
+class Hub:
+    """Follows all room channels on one pub/sub connection and fans out locally."""
+
+    def __init__(self, redis: aioredis.Redis, store: RoomStore) -> None:
+        self.redis = redis
+        self.store = store
+        self.followers: dict[str, set[Connection]] = {}
+        self.connections: set[Connection] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen())
+        await asyncio.wait_for(self._ready.wait(), timeout=10)
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for conn in list(self.connections):
+            await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
+
+    def add(self, conn: Connection) -> None:
+        self.connections.add(conn)
+
+    async def remove(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        for room_id in list(conn.rooms):
+            await self.unfollow(conn, room_id)
+
+    async def follow(self, conn: Connection, room_id: str, seat: int | None) -> None:
+        previous = conn.rooms.get(room_id, None) if room_id in conn.rooms else "absent"
+        if previous != seat:
+            if isinstance(previous, int):
+                await self.store.attach(room_id, previous, -1)
+            if seat is not None:
+                await self.store.attach(room_id, seat, +1)
+        conn.rooms[room_id] = seat
+        self.followers.setdefault(room_id, set()).add(conn)
+
+    async def unfollow(self, conn: Connection, room_id: str) -> None:
+        if room_id not in conn.rooms:
+            return
+        seat = conn.rooms.pop(room_id)
+        conn.last_version.pop(room_id, None)
+        if seat is not None:
+            await self.store.attach(room_id, seat, -1)
+        followers = self.followers.get(room_id)
+        if followers is not None:
+            followers.discard(conn)
+            if not followers:
+                del self.followers[room_id]
+
+    def local_followers(self) -> int:
+        return sum(len(v) for v in self.followers.values())
+
+    async def _listen(self) -> None:
+        while True:
+            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.psubscribe(ROOM_PATTERN)
+                self._ready.set()
+                async for message in pubsub.listen():
+                    if message.get("type") != "pmessage":
+                        continue
+                    self._deliver(message["channel"], message["data"])
+            except asyncio.CancelledError:
+                await pubsub.aclose()
+                raise
+            except (aioredis.ConnectionError, OSError) as exc:
+                log.warning("pub/sub connection lost (%s); reconnecting", exc)
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    def _deliver(self, channel: str, data: str) -> None:
+        room_id = channel[len(PREFIX + "room:") :]
+        followers = self.followers.get(room_id)
+        if not followers:
+            return
+        snapshot = json.loads(data)
+        for conn in list(followers):
+            conn.send_state(room_id, snapshot)

@@ -1,0 +1,78 @@
+"""Apply the moves workers post on the ``results`` stream.
+
+All server nodes read the stream through one consumer group, so each result is handled
+by one node. Applying is a versioned commit like any move: a late or duplicate result
+finds the room at another version and changes nothing. A node that dies with results
+pending leaves them to the others, which claim them after ``CLAIM_IDLE_MS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import redis.asyncio as aioredis
+from prometheus_client import Counter
+
+from kibitz.server.service import RoomService
+from kibitz.server.store import RESULTS, SERVERS_GROUP, ensure_group
+from kibitz.shared.protocol import JobResult, ProtocolError
+
+log = logging.getLogger(__name__)
+
+BLOCK_MS = 1000
+CLAIM_IDLE_MS = 10_000
+
+
+class ResultsConsumer:
+    def __init__(
+        self, redis: aioredis.Redis, service: RoomService, node: str, applied: Counter
+    ) -> None:
+        self.redis = redis
+        self.service = service
+        self.node = node
+        self.applied = applied
+
+    async def run(self) -> None:
+        await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
+        claim_cursor = "0-0"
+        while True:
+            try:
+                # Results a dead node took but never acknowledged.
+                claim_cursor, claimed, *_ = await self.redis.xautoclaim(
+                    RESULTS, SERVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor, count=50
+                )
+                await self._handle(claimed)
+                batches = await self.redis.xreadgroup(
+                    SERVERS_GROUP, self.node, {RESULTS: ">"}, count=50, block=BLOCK_MS
+                )
+                for _stream, entries in batches or []:
+                    await self._handle(entries)
+            except asyncio.CancelledError:
+                raise
+            except (aioredis.ConnectionError, OSError) as exc:
+                log.warning("results stream unavailable (%s); retrying", exc)
+                await asyncio.sleep(0.5)
+            except aioredis.ResponseError as exc:
+                if "NOGROUP" in str(exc):
+                    await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
+                else:
+                    raise
+
+    async def _handle(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+        for entry_id, fields in entries:
+            if fields is None:  # deleted entry
+                await self.redis.xack(RESULTS, SERVERS_GROUP, entry_id)
+                continue
+            try:
+                result = JobResult.from_fields(fields)
+            except ProtocolError as exc:
+                log.warning("dropping a malformed result %s: %s", entry_id, exc)
+            else:
+                if result.error:
+                    log.warning("job %s failed on %s: %s", result.job_id, result.worker, result.error)
+                    await self.service.play_fallback(result)
+                elif await self.service.apply_result(result):
+                    self.applied.inc()
+            await self.redis.xack(RESULTS, SERVERS_GROUP, entry_id)
+            await self.redis.xdel(RESULTS, entry_id)

@@ -1,0 +1,193 @@
+"""Room commands against the store: load, decide with the pure room logic, commit.
+
+Every command reads the room, lets :mod:`kibitz.server.room` decide, and commits through
+the store's versioned script. If another node committed in between, the command is
+decided again on the fresh room (a move pinned to a version is refused instead).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from kibitz.server import room as rooms
+from kibitz.server.room import Event, Room, RoomError
+from kibitz.server.store import RoomStore, StaleVersion
+from kibitz.shared.games import find_game
+from kibitz.shared.protocol import Budget, Create, Join, JobResult, PlayMove, Resign
+
+RETRIES = 5
+STATE_CACHE_SIZE = 2000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def level_budget(game: str, level: int) -> Budget:
+    """The search budget of an AI level (from the searcher's level table)."""
+    from kibitz.shared.search import budget_for_level
+
+    return budget_for_level(game, level)
+
+
+Decision = tuple[Room, Event, Any]  # new room, event, new game state
+
+
+class RoomService:
+    def __init__(self, store: RoomStore) -> None:
+        self.store = store
+        self._states: OrderedDict[str, tuple[int, Any]] = OrderedDict()
+
+    # -- state cache -------------------------------------------------------------------
+    def state_of(self, room: Room) -> Any:
+        """The game state of ``room`` at its version, cached per node."""
+        cached = self._states.get(room.id)
+        if cached is not None and cached[0] == room.version:
+            self._states.move_to_end(room.id)
+            return cached[1]
+        state = rooms.replay(room)
+        self._remember(room, state)
+        return state
+
+    def _remember(self, room: Room, state: Any) -> None:
+        self._states[room.id] = (room.version, state)
+        self._states.move_to_end(room.id)
+        while len(self._states) > STATE_CACHE_SIZE:
+            self._states.popitem(last=False)
+
+    # -- reads -------------------------------------------------------------------------
+    async def get(self, room_id: str) -> Room:
+        if not rooms.valid_room_id(room_id):
+            raise RoomError("room/unknown", f"no room {room_id!r}")
+        room = await self.store.load(room_id)
+        if room is None:
+            raise RoomError("room/unknown", f"no room {room_id!r}")
+        return room
+
+    async def snapshot(self, room: Room) -> dict[str, Any]:
+        presence = await self.store.presence(room.id)
+        return rooms.snapshot(room, self.state_of(room), presence)
+
+    # -- commands ----------------------------------------------------------------------
+    async def create(self, msg: Create, token: str) -> tuple[Room, int]:
+        for _ in range(RETRIES):
+            room, event, seat = rooms.create_room(
+                rooms.new_room_id(),
+                msg.game,
+                msg.options,
+                msg.opponent,
+                msg.seat,
+                msg.name,
+                token,
+                now_ms(),
+            )
+            state = find_game(room.game).parse_position(room.start)
+            try:
+                await self._commit(room, -1, event, state)
+            except StaleVersion:
+                continue  # id collision: draw another
+            return room, seat
+        raise RoomError("server/busy", "could not allocate a room id")
+
+    async def join(self, msg: Join, token: str) -> tuple[Room, int]:
+        seat_taken: list[int] = []
+
+        def decide(room: Room) -> Decision:
+            new, event, seat = rooms.join_room(room, msg.seat, msg.name, token, now_ms())
+            seat_taken.append(seat)
+            return new, event, self.state_of(room)
+
+        room = await self._update(msg.room, decide)
+        return room, seat_taken[-1]
+
+    async def move(self, msg: PlayMove) -> Room:
+        def decide(room: Room) -> Decision:
+            seat = rooms.seat_for_token(room, msg.token)
+            return rooms.play_move(
+                room, seat, msg.move, msg.version, now_ms(), self.state_of(room)
+            )
+
+        return await self._update(msg.room, decide)
+
+    async def resign(self, msg: Resign) -> Room:
+        def decide(room: Room) -> Decision:
+            seat = rooms.seat_for_token(room, msg.token)
+            new, event = rooms.resign(room, seat, now_ms())
+            return new, event, self.state_of(room)
+
+        return await self._update(msg.room, decide)
+
+    async def apply_result(self, result: JobResult) -> bool:
+        """Play a worker's move if the room is still where the job left it."""
+        room = await self.store.load(result.room)
+        if room is None or room.version != result.version or room.status != "playing":
+            return False  # late or duplicate result: nothing to do
+        if result.move is None:
+            return False
+        state = self.state_of(room)
+        game = find_game(room.game)
+        seat = game.to_move(state)
+        if room.seats[seat].kind != "ai":
+            return False
+        try:
+            new, event, new_state = rooms.play_move(
+                room, seat, result.move, result.version, now_ms(), state
+            )
+            await self._commit(new, room.version, event, new_state)
+        except (RoomError, StaleVersion):
+            return False
+        return True
+
+    async def play_fallback(self, result: JobResult) -> bool:
+        """A failed job's room still needs an AI move: play a quick shallow one here."""
+        from dataclasses import replace as replace_fields
+
+        from kibitz.shared.search import choose_move
+
+        room = await self.store.load(result.room)
+        if room is None or room.version != result.version or room.status != "playing":
+            return False
+        game = find_game(room.game)
+        state = self.state_of(room)
+        found = choose_move(game, state, level=1, budget=Budget(depth=1), seed=room.version)
+        return await self.apply_result(replace_fields(result, move=found.move_text, error=None))
+
+    async def requeue_ai(self, room_id: str) -> bool:
+        """Enqueue the AI job a room needs, again (after a job was lost or failed)."""
+        room = await self.get(room_id)
+        state = self.state_of(room)
+        job = rooms.ai_job(room, state, self._budget(room, state))
+        if job is None:
+            return False
+        await self.store.enqueue(job)
+        return True
+
+    # -- the commit loop ---------------------------------------------------------------
+    async def _update(self, room_id: str, decide: Callable[[Room], Decision]) -> Room:
+        for _ in range(RETRIES):
+            room = await self.get(room_id)
+            new, event, state = decide(room)
+            try:
+                await self._commit(new, room.version, event, state)
+            except StaleVersion:
+                continue
+            return new
+        raise RoomError("room/busy", f"room {room_id} is changing too fast; try again")
+
+    async def _commit(self, room: Room, expected: int, event: Event, state: Any) -> None:
+        presence = await self.store.presence(room.id)
+        snap = rooms.snapshot(room, state, presence)
+        snap["event"] = event.to_dict()
+        job = rooms.ai_job(room, state, self._budget(room, state))
+        await self.store.commit(room, expected, event.to_dict(), snap, job)
+        self._remember(room, state)
+
+    def _budget(self, room: Room, state: Any) -> Budget:
+        seat = room.seats[find_game(room.game).to_move(state)]
+        if seat.kind != "ai" or seat.level is None:
+            return Budget()
+        return level_budget(room.game, seat.level)
+

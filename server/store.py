@@ -1,0 +1,169 @@
+"""Rooms in Redis: versioned records, an event log, fan-out and the AI job queue.
+
+Keys (``kibitz:`` prefix):
+
+- ``room:{id}``          hash: ``version`` and ``data`` (the room record as JSON)
+- ``room:{id}:events``   stream: one entry per version (the event and the snapshot),
+                         for replay on reconnect and for the archive
+- ``room:{id}:presence`` hash: seat -> number of connections attached as that player
+- channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
+- ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
+- ``jobs``               stream with consumer group ``workers``: AI search jobs
+- ``results``            stream with consumer group ``servers``: moves found by workers
+- ``workers:{name}``     worker heartbeats (with a TTL)
+
+Every write to a room goes through one Lua script that commits only if the room is
+still at the version the change was computed from (optimistic concurrency), and in the
+same atomic step appends the event, publishes it, updates the lobby and, when an AI is
+to move, enqueues its job. So a job is never lost between a commit and its enqueue.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from kibitz.server.room import Room
+from kibitz.shared.protocol import Job
+
+PREFIX = "kibitz:"
+JOBS = PREFIX + "jobs"
+RESULTS = PREFIX + "results"
+WORKERS_GROUP = "workers"
+SERVERS_GROUP = "servers"
+LIVE = PREFIX + "rooms:live"
+EVENTS_KEPT = 10_000  # per room; plenty for any game
+
+
+def room_key(room_id: str) -> str:
+    return f"{PREFIX}room:{room_id}"
+
+
+def events_key(room_id: str) -> str:
+    return f"{PREFIX}room:{room_id}:events"
+
+
+def presence_key(room_id: str) -> str:
+    return f"{PREFIX}room:{room_id}:presence"
+
+
+def channel(room_id: str) -> str:
+    return f"{PREFIX}room:{room_id}"
+
+
+# KEYS: room, events, live, jobs
+# ARGV: expected version (-1: must not exist), new version, record JSON, event JSON,
+#       snapshot JSON, channel, room id, live (1/0), updated ms, job JSON or "", max events
+_COMMIT = """
+local current = redis.call('HGET', KEYS[1], 'version')
+local expected = tonumber(ARGV[1])
+if expected < 0 then
+  if current then return {0, tonumber(current)} end
+elseif (not current) or tonumber(current) ~= expected then
+  return {0, tonumber(current or -1)}
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[11], ARGV[2] .. '-1',
+           'version', ARGV[2], 'event', ARGV[4], 'state', ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[5])
+if ARGV[8] == '1' then
+  redis.call('ZADD', KEYS[3], ARGV[9], ARGV[7])
+else
+  redis.call('ZREM', KEYS[3], ARGV[7])
+end
+if ARGV[10] ~= '' then
+  redis.call('XADD', KEYS[4], '*', 'job', ARGV[10])
+end
+return {1, tonumber(ARGV[2])}
+"""
+
+
+class StaleVersion(Exception):
+    """The room moved on since it was read; re-read and retry."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"room is now at version {current}")
+        self.current = current
+
+
+class RoomStore:
+    """Async access to rooms, their events and the job streams."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self.redis = redis
+        self._commit = redis.register_script(_COMMIT)
+
+    async def ensure_groups(self) -> None:
+        for stream, group in ((JOBS, WORKERS_GROUP), (RESULTS, SERVERS_GROUP)):
+            await ensure_group(self.redis, stream, group)
+
+    async def load(self, room_id: str) -> Room | None:
+        data = await self.redis.hget(room_key(room_id), "data")
+        if data is None:
+            return None
+        return Room.from_json_dict(json.loads(data))
+
+    async def commit(
+        self,
+        room: Room,
+        expected_version: int,
+        event: dict[str, Any],
+        snapshot: dict[str, Any],
+        job: Job | None,
+    ) -> None:
+        """Write ``room`` if it is still at ``expected_version``; else StaleVersion."""
+        job_json = job.to_fields()["job"] if job else ""
+        ok, current = await self._commit(
+            keys=[room_key(room.id), events_key(room.id), LIVE, JOBS],
+            args=[
+                expected_version,
+                room.version,
+                json.dumps(room.to_json_dict(), separators=(",", ":")),
+                json.dumps(event, separators=(",", ":")),
+                json.dumps(snapshot, separators=(",", ":")),
+                channel(room.id),
+                room.id,
+                "1" if room.status != "over" else "0",
+                room.updated_ms,
+                job_json,
+                EVENTS_KEPT,
+            ],
+        )
+        if not ok:
+            raise StaleVersion(int(current))
+
+    async def enqueue(self, job: Job) -> None:
+        await self.redis.xadd(JOBS, job.to_fields())
+
+    async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
+        """Snapshots of the versions after ``version``, oldest first."""
+        # Entry ids are "<version>-1", so the range starts right after ``version``.
+        entries = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
+        return [json.loads(fields["state"]) for _id, fields in entries]
+
+    async def live_rooms(self, limit: int = 100) -> list[Room]:
+        ids = await self.redis.zrevrange(LIVE, 0, limit - 1)
+        rooms = []
+        for room_id in ids:
+            room = await self.load(room_id)
+            if room is not None:
+                rooms.append(room)
+        return rooms
+
+    async def presence(self, room_id: str) -> tuple[bool, bool]:
+        counts = await self.redis.hmget(presence_key(room_id), ["0", "1"])
+        return (int(counts[0] or 0) > 0, int(counts[1] or 0) > 0)
+
+    async def attach(self, room_id: str, seat: int, delta: int) -> None:
+        await self.redis.hincrby(presence_key(room_id), str(seat), delta)
+
+
+async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:
+    """Create ``group`` on ``stream`` (and the stream) unless it exists."""
+    try:
+        await redis.xgroup_create(stream, group, id="0", mkstream=True)
+    except aioredis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise

@@ -1,0 +1,167 @@
+"""Rooms end to end: real server process, real Redis, real workers, real WebSockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import aiohttp
+import pytest
+
+from kibitz.client.connection import KibitzClient, ServerError
+
+pytestmark = pytest.mark.asyncio
+
+
+async def get_json(url: str) -> dict:
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        return await resp.json()
+
+
+async def play_random(client: KibitzClient, room: str, seat: int, rng: random.Random) -> dict:
+    """Play random legal moves for ``seat`` until the game is over; the final state."""
+    while True:
+        state = await client.wait_state(
+            room, lambda s: s["status"] == "over" or (s["status"] == "playing" and s["to_move"] == seat)
+        )
+        if state["status"] == "over":
+            return state
+        await client.move(room, rng.choice(state["legal_moves"]), state["version"])
+        await client.wait_state(room, lambda s, v=state["version"]: s["version"] > v)
+
+
+async def test_health_and_games(live_server) -> None:
+    health = await get_json(live_server.http_url + "/healthz")
+    assert health["ok"] is True
+    games = await get_json(live_server.http_url + "/api/games")
+    names = [g["name"] for g in games]
+    assert "tictactoe" in names and "matches" in names
+
+
+async def test_ai_game_moves_come_from_workers(live_server) -> None:
+    async with await KibitzClient.open(live_server.http_url) as client:
+        reply = await client.create("tictactoe", "ai:8", seat=0)
+        room = reply["room"]
+        final = await play_random(client, room, 0, random.Random(1))
+    assert final["result"]["winner"] in (None, 1), final["result"]
+    ai_moves = [m for m in final["moves"] if m["seat"] == 1]
+    assert len(ai_moves) >= 3  # O needs at least three moves to end the game
+    # The server never searches itself (except a fallback after a failed job): the
+    # moves were applied from worker results.
+    async with aiohttp.ClientSession() as session:
+        async with session.get(live_server.http_url + "/metrics") as resp:
+            text = await resp.text()
+    applied = [line for line in text.splitlines() if line.startswith("kibitz_ai_moves_total")]
+    assert applied and float(applied[0].split()[-1]) >= len(ai_moves)
+    status = await get_json(live_server.http_url + "/api/status")
+    assert sum(int(w["done"]) for w in status["workers"]) >= 1
+
+
+async def test_spectator_receives_every_move_in_order(live_server) -> None:
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    spectator = await KibitzClient.open(live_server.http_url)
+    try:
+        room = (await a.create("tictactoe", "human", seat=0))["room"]
+        first = await spectator.watch(room)
+        assert first["status"] == "waiting" and first["you"] is None
+        await b.join(room)
+        rng = random.Random(7)
+        results = await asyncio.gather(play_random(a, room, 0, rng), play_random(b, room, 1, rng))
+        final = results[0]
+        seen = []
+        while True:
+            state = await spectator.next_message(lambda m: m["type"] == "state")
+            seen.append(state["version"])
+            if state["status"] == "over":
+                break
+        # The spectator saw each version exactly once, in order, up to the end.
+        assert seen == list(range(first["version"] + 1, final["version"] + 1))
+        assert state["moves"] == final["moves"]
+        assert "token" not in json.dumps(state)
+    finally:
+        for c in (a, b, spectator):
+            await c.close()
+
+
+async def test_matches_strongest_ai_moving_first_wins(live_server) -> None:
+    async with await KibitzClient.open(live_server.http_url) as client:
+        reply = await client.create("matches", "ai:8", seat=1, options={"count": 20})
+        final = await play_random(client, reply["room"], 1, random.Random(3))
+    assert final["result"]["winner"] == 0
+    assert final["moves"][0] == {"move": "3", "display": "3", "seat": 0}
+
+
+async def test_double_variant_and_msgpack(live_server) -> None:
+    async with await KibitzClient.open(live_server.http_url, codec="msgpack") as client:
+        reply = await client.create("matches", "ai:3", seat=0, options={"variant": "double", "count": 12})
+        state = await client.wait_state(reply["room"], lambda s: s["to_move"] == 0)
+        assert state["legal_moves"] == ["1"]
+        final = await play_random(client, reply["room"], 0, random.Random(5))
+    assert final["status"] == "over"
+
+
+async def test_join_full_room_and_watch(live_server) -> None:
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    c = await KibitzClient.open(live_server.http_url)
+    try:
+        room = (await a.create("tictactoe"))["room"]
+        joined = await b.join(room)
+        assert joined["seat"] == 1 - a.tokens[room][0]
+        with pytest.raises(ServerError) as err:
+            await c.join(room)
+        assert err.value.code == "room/full"
+        state = await c.watch(room)
+        assert state["status"] == "playing"
+    finally:
+        for x in (a, b, c):
+            await x.close()
+
+
+async def test_resume_replays_missed_versions(live_server) -> None:
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    try:
+        room = (await a.create("tictactoe", seat=0))["room"]
+        await b.join(room)
+        seat_b, token_b = b.tokens[room]
+        seen = (await b.wait_state(room, lambda s: s["status"] == "playing"))["version"]
+        await b.close()  # b drops off; a plays on
+        await a.move(room, "5")
+        await a.wait_state(room, lambda s: s["version"] == seen + 1)
+        b2 = await KibitzClient.open(live_server.http_url)
+        b2.tokens[room] = (seat_b, token_b)
+        await b2.resume(room, token_b, since=seen)
+        state = await b2.wait_state(room, lambda s: s["version"] == seen + 1)
+        assert state["you"] == seat_b and state["last_move"]["move"] == "5"
+        await b2.move(room, "1")
+        after = await b2.wait_state(room, lambda s: s["version"] == seen + 2)
+        assert after["moves"][-1] == {"move": "1", "display": "1", "seat": seat_b}
+        await b2.close()
+    finally:
+        await a.close()
+
+
+async def test_two_nodes_share_rooms(redis_server) -> None:
+    from tests.conftest import start_server
+
+    node1, node2 = start_server(redis_server.url), start_server(redis_server.url)
+    try:
+        a = await KibitzClient.open(node1.http_url)
+        b = await KibitzClient.open(node2.http_url)
+        watcher = await KibitzClient.open(node2.http_url)
+        room = (await a.create("tictactoe", seat=0))["room"]
+        await b.join(room)
+        await watcher.watch(room)
+        rng = random.Random(11)
+        final, _ = await asyncio.gather(play_random(a, room, 0, rng), play_random(b, room, 1, rng))
+        seen = await watcher.wait_state(room, lambda s: s["status"] == "over")
+        assert seen["moves"] == final["moves"]
+        assert a.welcome["node"] != b.welcome["node"]
+        for c in (a, b, watcher):
+            await c.close()
+    finally:
+        node1.stop()
+        node2.stop()
