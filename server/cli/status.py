@@ -1,0 +1,51 @@
+"""``kibitz status``: queue depths, pending jobs and live workers of a deployment."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import urllib.request
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "status", help="show the job queue, pending jobs and live workers as JSON"
+    )
+    parser.add_argument(
+        "url", nargs="?", default="http://127.0.0.1:8000", help="a server (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("KIBITZ_REDIS_URL"),
+        help="read the status from Redis directly instead of asking a server",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.redis:
+        status = asyncio.run(_from_redis(args.redis))
+    else:
+        try:
+            with urllib.request.urlopen(args.url.rstrip("/") + "/api/status", timeout=10) as resp:
+                status = json.load(resp)
+        except OSError as exc:
+            print(json.dumps({"error": "unreachable", "message": str(exc)}))
+            return 2
+    print(json.dumps(status, indent=2, sort_keys=True))
+    return 0
+
+
+async def _from_redis(url: str) -> dict[str, Any]:
+    import redis.asyncio as aioredis
+
+    from kibitz.server.app import cluster_status
+
+    redis = aioredis.from_url(url, decode_responses=True)
+    try:
+        return await cluster_status(redis)
+    finally:
+        await redis.aclose()

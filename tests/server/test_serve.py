@@ -1,0 +1,68 @@
+"""``kibitz serve`` on its embedded default: private Redis, local workers, persistence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from kibitz.client.connection import KibitzClient
+from tests.conftest import LISTENING
+
+pytestmark = pytest.mark.asyncio
+
+
+def serve_embedded(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "KIBITZ_DATA_DIR": data_dir, "KIBITZ_LOG": "WARNING"}
+    env.pop("KIBITZ_REDIS_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "serve", "--port", "0", "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        match = LISTENING.search(line)
+        if match:
+            return proc, match.group(1)
+    raise RuntimeError(f"serve exited with {proc.wait()}")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    assert proc.wait(timeout=20) == 0
+
+
+async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path) -> None:
+    proc, url = serve_embedded(str(tmp_path))
+    try:
+        async with await KibitzClient.open(url) as client:
+            reply = await client.create("tictactoe", "ai:8", seat=1)
+            room = reply["room"]
+            # The local worker answers: X's first move arrives.
+            state = await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=30)
+            await client.move(room, [m for m in state["legal_moves"]][0])
+            await client.wait_state(room, lambda s: len(s["moves"]) == 3, timeout=30)
+        status_out = subprocess.run(
+            [sys.executable, "-m", "kibitz.server.cli", "status", url],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        status = json.loads(status_out.stdout)
+        assert len(status["workers"]) == 1 and status["live_rooms"] >= 1
+    finally:
+        stop(proc)
+    # The private Redis stopped with the server (it removes its pid file on shutdown).
+    assert (tmp_path / "redis" / "appendonly.aof").exists()
+    assert not (tmp_path / "redis" / "redis.pid").exists()
+    proc, url = serve_embedded(str(tmp_path))
+    try:
+        with urllib.request.urlopen(f"{url}/api/rooms/{room}") as resp:
+            again = json.load(resp)
+        assert [m["move"] for m in again["moves"]] == [m["move"] for m in state["moves"]] + [
+            state["legal_moves"][0], again["moves"][2]["move"]
+        ]
+    finally:
+        stop(proc)
