@@ -51,8 +51,9 @@ async def play_game(
         while True:
             state = await client.wait_state(
                 room,
-                lambda s: s["status"] == "over"
-                or (s["status"] == "playing" and s["to_move"] == my_seat),
+                lambda s: (
+                    s["status"] == "over" or (s["status"] == "playing" and s["to_move"] == my_seat)
+                ),
                 timeout=timeout,
             )
             if state["status"] == "over":
@@ -63,7 +64,8 @@ async def play_game(
         result = state["result"] or {}
         winner = result.get("winner")
         outcome = "draw" if winner is None else ("win" if winner == my_seat else "loss")
-        return BotReport(room, state["game"], my_seat, outcome, result.get("reason", ""),
-                         len(state["moves"]))
+        return BotReport(
+            room, state["game"], my_seat, outcome, result.get("reason", ""), len(state["moves"])
+        )
     finally:
         await client.close()

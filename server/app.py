@@ -20,7 +20,13 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, WSMsgType, web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    generate_latest,
+)
 
 from kibitz.server.hub import Connection, Hub
 from kibitz.server.results import ResultsConsumer
@@ -64,7 +70,7 @@ SERVICE_KEY = web.AppKey("service", RoomService)
 HUB_KEY = web.AppKey("hub", Hub)
 REDIS_KEY = web.AppKey("redis", aioredis.Redis)
 NODE_KEY = web.AppKey("node", str)
-METRICS_KEY = web.AppKey("metrics", "Metrics")
+METRICS_KEY: web.AppKey["Metrics"] = web.AppKey("metrics")
 TASKS_KEY = web.AppKey("tasks", list)
 
 
@@ -157,7 +163,9 @@ async def healthz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     m = request.app[METRICS_KEY]
     m.connections.set(len(request.app[HUB_KEY].connections))
-    return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    return web.Response(
+        body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+    )
 
 
 async def api_games(request: web.Request) -> web.Response:

@@ -52,9 +52,10 @@ class Connection:
     def send_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
         """Send a room snapshot with this viewer's seat, skipping versions already sent."""
         version = int(snapshot["version"])
-        if self.last_version.get(room_id, -1) >= version and snapshot.get("event", {}).get(
-            "kind"
-        ) != "resync":
+        if (
+            self.last_version.get(room_id, -1) >= version
+            and snapshot.get("event", {}).get("kind") != "resync"
+        ):
             return
         self.last_version[room_id] = version
         self.send({**snapshot, "you": self.rooms.get(room_id)})

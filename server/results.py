@@ -70,7 +70,9 @@ class ResultsConsumer:
                 log.warning("dropping a malformed result %s: %s", entry_id, exc)
             else:
                 if result.error:
-                    log.warning("job %s failed on %s: %s", result.job_id, result.worker, result.error)
+                    log.warning(
+                        "job %s failed on %s: %s", result.job_id, result.worker, result.error
+                    )
                     await self.service.play_fallback(result)
                 elif await self.service.apply_result(result):
                     self.applied.inc()

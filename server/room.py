@@ -291,7 +291,9 @@ def ai_job(room: Room, state: Any, budget: Budget) -> Job | None:
     )
 
 
-def snapshot(room: Room, state: Any, connected: tuple[bool, bool] = (False, False)) -> dict[str, Any]:
+def snapshot(
+    room: Room, state: Any, connected: tuple[bool, bool] = (False, False)
+) -> dict[str, Any]:
     """The public ``state`` message for ``room`` (no tokens), without ``you``/``event``."""
     game = find_game(room.game)
     playing = room.status == "playing"
@@ -334,8 +336,7 @@ def summary(room: Room) -> dict[str, Any]:
         "version": room.version,
         "moves": len(room.moves),
         "seats": [
-            {"kind": s.kind, "level": s.level, "name": s.name, "taken": s.taken}
-            for s in room.seats
+            {"kind": s.kind, "level": s.level, "name": s.name, "taken": s.taken} for s in room.seats
         ],
         "updated_ms": room.updated_ms,
     }

@@ -16,7 +16,7 @@ from kibitz.server import room as rooms
 from kibitz.server.room import Event, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Budget, Create, Join, JobResult, PlayMove, Resign
+from kibitz.shared.protocol import Budget, Create, JobResult, Join, PlayMove, Resign
 
 RETRIES = 5
 STATE_CACHE_SIZE = 2000
@@ -106,9 +106,7 @@ class RoomService:
     async def move(self, msg: PlayMove) -> Room:
         def decide(room: Room) -> Decision:
             seat = rooms.seat_for_token(room, msg.token)
-            return rooms.play_move(
-                room, seat, msg.move, msg.version, now_ms(), self.state_of(room)
-            )
+            return rooms.play_move(room, seat, msg.move, msg.version, now_ms(), self.state_of(room))
 
         return await self._update(msg.room, decide)
 
@@ -190,4 +188,3 @@ class RoomService:
         if seat.kind != "ai" or seat.level is None:
             return Budget()
         return level_budget(room.game, seat.level)
-

@@ -265,9 +265,7 @@ def error_message(code: str, message: str, rid: str | int | None = None) -> dict
     return out
 
 
-def seat_message(
-    room: str, seat: int, token: str, rid: str | int | None = None
-) -> dict[str, Any]:
+def seat_message(room: str, seat: int, token: str, rid: str | int | None = None) -> dict[str, Any]:
     """Sent only to the player who took the seat: the token is their credential."""
     out: dict[str, Any] = {"type": "seat", "room": room, "seat": seat, "token": token}
     if rid is not None:

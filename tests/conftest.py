@@ -49,7 +49,9 @@ class ServerProcess:
                 self.process.wait()
 
 
-def start_server(redis_url: str, workers: int = 0, extra_env: dict[str, str] | None = None) -> ServerProcess:
+def start_server(
+    redis_url: str, workers: int = 0, extra_env: dict[str, str] | None = None
+) -> ServerProcess:
     """Run ``kibitz serve`` on a free loopback port and wait until it listens."""
     env = {**os.environ, "KIBITZ_LOG": "WARNING", **(extra_env or {})}
     process = subprocess.Popen(
@@ -75,7 +77,9 @@ def start_server(redis_url: str, workers: int = 0, extra_env: dict[str, str] | N
         raise RuntimeError("kibitz serve did not start:\n" + "".join(log))
     server = ServerProcess(process, url, log)
     # Keep draining its output so the pipe never fills up.
-    threading.Thread(target=lambda: [log.append(x) for x in process.stdout or []], daemon=True).start()
+    threading.Thread(
+        target=lambda: [log.append(x) for x in process.stdout or []], daemon=True
+    ).start()
     return server
 
 

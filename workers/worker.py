@@ -129,16 +129,30 @@ class Worker:
             return
         if self._deliveries(entry_id) > MAX_DELIVERIES:
             self._bury(entry_id, fields, "too many attempts")
-            self._post(JobResult(job.job_id, job.room, job.version, None, worker=self.name,
-                                 error="job failed too many times"))
+            self._post(
+                JobResult(
+                    job.job_id,
+                    job.room,
+                    job.version,
+                    None,
+                    worker=self.name,
+                    error="job failed too many times",
+                )
+            )
             self.redis.xack(JOBS, GROUP, entry_id)
             return
         try:
             result = compute(job, self.name)
         except Exception as exc:  # a bad position or a bug: report it, don't die
             log.error("job %s failed: %s", job.job_id, traceback.format_exc())
-            result = JobResult(job.job_id, job.room, job.version, None, worker=self.name,
-                               error=f"{type(exc).__name__}: {exc}")
+            result = JobResult(
+                job.job_id,
+                job.room,
+                job.version,
+                None,
+                worker=self.name,
+                error=f"{type(exc).__name__}: {exc}",
+            )
         self._post(result)
         self.redis.xack(JOBS, GROUP, entry_id)
         self.redis.xdel(JOBS, entry_id)
@@ -177,6 +191,8 @@ def compute(job: Job, worker: str) -> JobResult:
 
 
 def run_worker(config: WorkerConfig) -> int:
-    logging.basicConfig(level=os.environ.get("KIBITZ_LOG", "INFO"),
-                        format="%(asctime)s worker %(process)d %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("KIBITZ_LOG", "INFO"),
+        format="%(asctime)s worker %(process)d %(levelname)s %(message)s",
+    )
     return Worker(config).run()

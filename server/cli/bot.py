@@ -31,8 +31,16 @@ def run(args: argparse.Namespace) -> int:
     seat = None if args.seat in (None, "random") else int(args.seat)
     try:
         report = asyncio.run(
-            play_game(args.url, args.game, args.opponent, args.join, seat, options, args.seed,
-                      args.timeout)
+            play_game(
+                args.url,
+                args.game,
+                args.opponent,
+                args.join,
+                seat,
+                options,
+                args.seed,
+                args.timeout,
+            )
         )
     except ServerError as exc:
         print(json.dumps({"error": exc.code, "message": exc.message}))

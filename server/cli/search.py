@@ -110,8 +110,11 @@ def run(args: argparse.Namespace) -> int:
         "pv": result.pv,
         "tt_hit_rate": round(result.tt_hit_rate, 4),
         "level": args.level,
-        "budget": {"depth": effective.depth, "time_ms": effective.time_ms,
-                   "nodes": effective.nodes},  # fmt: skip
+        "budget": {
+            "depth": effective.depth,
+            "time_ms": effective.time_ms,
+            "nodes": effective.nodes,
+        },  # fmt: skip
         "off": sorted(set(args.off)),
     }
     if result.root_scores:
@@ -135,5 +138,3 @@ def _line(game: Any, state: Any, moves: list[Any]) -> list[str]:
         texts.append(game.format_move(state, move))
         state = game.apply(state, move)
     return texts
-
-

@@ -18,8 +18,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--redis", default=os.environ.get("KIBITZ_REDIS_URL"), required=False)
     parser.add_argument("--concurrency", type=int, default=1, help="worker processes")
-    parser.add_argument("--lease-ms", type=int, default=15_000,
-                        help="idle time after which another worker takes a job over")
+    parser.add_argument(
+        "--lease-ms",
+        type=int,
+        default=15_000,
+        help="idle time after which another worker takes a job over",
+    )
     parser.add_argument("--max-jobs", type=int, default=None, help="exit after this many jobs")
     parser.add_argument("--name", default="", help="consumer name (default: host-pid)")
     parser.set_defaults(func=run)
@@ -33,7 +37,14 @@ def run(args: argparse.Namespace) -> int:
         return run_worker(config)
     ctx = multiprocessing.get_context("spawn")
     procs = [
-        ctx.Process(target=run_worker, args=(WorkerConfig(args.redis, f"{args.name}{i}" if args.name else "", args.lease_ms, args.max_jobs),))
+        ctx.Process(
+            target=run_worker,
+            args=(
+                WorkerConfig(
+                    args.redis, f"{args.name}{i}" if args.name else "", args.lease_ms, args.max_jobs
+                ),
+            ),
+        )
         for i in range(args.concurrency)
     ]
     for proc in procs:

@@ -17,8 +17,8 @@ from kibitz.shared.games.base import (
     InvalidMoveError,
     InvalidOptionError,
     InvalidPositionError,
-    OptionSpec,
     Options,
+    OptionSpec,
     Outcome,
     Player,
 )

@@ -33,9 +33,7 @@ def find_game(name: str) -> Game[Any, Any]:
     """The game registered as ``name``; raises UnknownGameError."""
     module_name = GAME_MODULES.get(name)
     if module_name is None:
-        raise UnknownGameError(
-            f"unknown game {name!r}; known games: {', '.join(GAME_MODULES)}"
-        )
+        raise UnknownGameError(f"unknown game {name!r}; known games: {', '.join(GAME_MODULES)}")
     module = importlib.import_module(f"{__package__}.{module_name}")
     game: Game[Any, Any] = module.GAME
     return game

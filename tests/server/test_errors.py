@@ -45,9 +45,13 @@ async def expect_error(client: KibitzClient, message: dict, code: str) -> str:
 async def test_illegal_move(live_server, game) -> None:
     a, b, room, before = game
     token = b.tokens[room][1]
-    text = await expect_error(b, {"type": "move", "room": room, "token": token, "move": "5"}, "move/illegal")
+    text = await expect_error(
+        b, {"type": "move", "room": room, "token": token, "move": "5"}, "move/illegal"
+    )
     assert "'5'" in text
-    text = await expect_error(b, {"type": "move", "room": room, "token": token, "move": "x9"}, "move/invalid")
+    text = await expect_error(
+        b, {"type": "move", "room": room, "token": token, "move": "x9"}, "move/invalid"
+    )
     assert "'x9'" in text
     assert await room_json(live_server, room) == before
 
@@ -55,14 +59,18 @@ async def test_illegal_move(live_server, game) -> None:
 async def test_move_out_of_turn(live_server, game) -> None:
     a, b, room, before = game
     token = a.tokens[room][1]
-    text = await expect_error(a, {"type": "move", "room": room, "token": token, "move": "1"}, "move/not_your_turn")
+    text = await expect_error(
+        a, {"type": "move", "room": room, "token": token, "move": "1"}, "move/not_your_turn"
+    )
     assert "O's turn" in text
     assert await room_json(live_server, room) == before
 
 
 async def test_wrong_token(live_server, game) -> None:
     a, b, room, before = game
-    await expect_error(b, {"type": "move", "room": room, "token": "not-a-token", "move": "1"}, "auth/token")
+    await expect_error(
+        b, {"type": "move", "room": room, "token": "not-a-token", "move": "1"}, "auth/token"
+    )
     await expect_error(b, {"type": "resign", "room": room, "token": "nope"}, "auth/token")
     assert await room_json(live_server, room) == before
 
@@ -80,7 +88,9 @@ async def test_unknown_room(live_server) -> None:
     async with await KibitzClient.open(live_server.http_url) as c:
         await expect_error(c, {"type": "watch", "room": "nosuchroom"}, "room/unknown")
         await expect_error(c, {"type": "join", "room": "nosuchroom"}, "room/unknown")
-        await expect_error(c, {"type": "move", "room": "no such room!", "token": "t", "move": "1"}, "room/unknown")
+        await expect_error(
+            c, {"type": "move", "room": "no such room!", "token": "t", "move": "1"}, "room/unknown"
+        )
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{live_server.http_url}/api/rooms/nosuchroom") as resp:
             assert resp.status == 404
@@ -92,8 +102,12 @@ async def test_bad_messages(live_server, game) -> None:
     await expect_error(a, {"type": "teleport"}, "message/unknown_type")
     await expect_error(a, {"type": "move", "room": room}, "message/invalid")
     await expect_error(a, {"type": "create", "game": "go"}, "game/unknown")
-    await expect_error(a, {"type": "create", "game": "matches", "options": {"count": -3}}, "options/invalid")
-    await expect_error(a, {"type": "create", "game": "matches", "opponent": "ai:99"}, "message/invalid")
+    await expect_error(
+        a, {"type": "create", "game": "matches", "options": {"count": -3}}, "options/invalid"
+    )
+    await expect_error(
+        a, {"type": "create", "game": "matches", "opponent": "ai:99"}, "message/invalid"
+    )
     assert await room_json(live_server, room) == before
 
 

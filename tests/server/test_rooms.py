@@ -23,7 +23,8 @@ async def play_random(client: KibitzClient, room: str, seat: int, rng: random.Ra
     """Play random legal moves for ``seat`` until the game is over; the final state."""
     while True:
         state = await client.wait_state(
-            room, lambda s: s["status"] == "over" or (s["status"] == "playing" and s["to_move"] == seat)
+            room,
+            lambda s: s["status"] == "over" or (s["status"] == "playing" and s["to_move"] == seat),
         )
         if state["status"] == "over":
             return state
@@ -95,7 +96,9 @@ async def test_matches_strongest_ai_moving_first_wins(live_server) -> None:
 
 async def test_double_variant_and_msgpack(live_server) -> None:
     async with await KibitzClient.open(live_server.http_url, codec="msgpack") as client:
-        reply = await client.create("matches", "ai:3", seat=0, options={"variant": "double", "count": 12})
+        reply = await client.create(
+            "matches", "ai:3", seat=0, options={"variant": "double", "count": 12}
+        )
         state = await client.wait_state(reply["room"], lambda s: s["to_move"] == 0)
         assert state["legal_moves"] == ["1"]
         final = await play_random(client, reply["room"], 0, random.Random(5))

@@ -62,7 +62,8 @@ async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path
         with urllib.request.urlopen(f"{url}/api/rooms/{room}") as resp:
             again = json.load(resp)
         assert [m["move"] for m in again["moves"]] == [m["move"] for m in state["moves"]] + [
-            state["legal_moves"][0], again["moves"][2]["move"]
+            state["legal_moves"][0],
+            again["moves"][2]["move"],
         ]
     finally:
         stop(proc)

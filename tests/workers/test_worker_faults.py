@@ -107,7 +107,9 @@ async def test_failed_job_gets_a_fallback_move(private_redis) -> None:
             # A worker reports that it could not compute the move.
             from kibitz.shared.protocol import JobResult
 
-            r.xadd(RESULTS, JobResult(f"{room}:0", room, 0, None, worker="w", error="boom").to_fields())
+            r.xadd(
+                RESULTS, JobResult(f"{room}:0", room, 0, None, worker="w", error="boom").to_fields()
+            )
             state = await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=20)
         assert state["moves"][0]["seat"] == 0
     finally:
