@@ -17,6 +17,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, web
 
+from kibitz.server.room import replay, snapshot
 from kibitz.server.store import PREFIX, RoomStore
 from kibitz.shared.protocol import Codec, encode
 
@@ -147,6 +148,9 @@ class Hub:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.psubscribe(ROOM_PATTERN)
+                if self._ready.is_set():
+                    # Reconnected: events published meanwhile were missed; resend.
+                    asyncio.create_task(self._resync_all())
                 self._ready.set()
                 async for message in pubsub.listen():
                     if message.get("type") != "pmessage":
@@ -161,6 +165,16 @@ class Hub:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    async def _resync_all(self) -> None:
+        for room_id, followers in list(self.followers.items()):
+            room = await self.store.load(room_id)
+            if room is None or not followers:
+                continue
+            snap = snapshot(room, replay(room), await self.store.presence(room_id))
+            snap["event"] = {"kind": "resync"}
+            for conn in list(followers):
+                conn.send_state(room_id, snap)
 
     def _deliver(self, channel: str, data: str) -> None:
         room_id = channel[len(PREFIX + "room:") :]
