@@ -1,0 +1,80 @@
+"""The wire schema: parsing at the edge into typed messages, codecs, job payloads."""
+
+from __future__ import annotations
+
+import json
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kibitz.shared import protocol as p
+
+
+def parse(data: dict) -> p.ClientMessage:
+    return p.parse_client_message(data)
+
+
+def code_of(data: dict) -> str:
+    with pytest.raises(p.ProtocolError) as err:
+        parse(data)
+    return err.value.code
+
+
+def test_parses_each_client_message() -> None:
+    assert parse({"type": "create", "game": "chess", "opponent": "ai:3", "seat": 1}) == p.Create(
+        game="chess", opponent="ai:3", seat=1
+    )
+    assert parse({"type": "create", "game": "chess", "seat": "random"}).seat is None
+    assert parse({"type": "join", "room": "abcd", "rid": 4}) == p.Join(room="abcd", rid=4)
+    assert parse({"type": "move", "room": "abcd", "token": "t", "move": "e2e4", "version": 3}) == (
+        p.PlayMove(room="abcd", token="t", move="e2e4", version=3)
+    )
+    assert parse({"type": "resume", "room": "abcd", "since": 0}) == p.Resume(room="abcd", since=0)
+    assert parse({"type": "ping"}) == p.Ping()
+
+
+def test_rejects_bad_messages_with_codes() -> None:
+    assert code_of({"type": "fly"}) == "message/unknown_type"
+    assert code_of({"game": "chess"}) == "message/unknown_type"
+    assert code_of({"type": "move", "room": "abcd", "token": "t"}) == "message/invalid"
+    assert code_of({"type": "move", "room": "abcd", "token": "t", "move": 5}) == "message/invalid"
+    assert code_of({"type": "create", "game": "chess", "opponent": "ai:9"}) == "message/invalid"
+    assert code_of({"type": "create", "game": "chess", "seat": 2}) == "message/invalid"
+    assert code_of({"type": "join", "room": "x" * 600}) == "message/invalid"
+    assert code_of({"type": "ping", "rid": [1]}) == "message/invalid"
+    assert code_of({"type": "move", "room": "a", "token": "t", "move": "1", "version": True}) == (
+        "message/invalid"
+    )
+
+
+def test_decode_frames() -> None:
+    assert p.decode('{"type":"ping"}') == {"type": "ping"}
+    assert p.decode(msgpack.packb({"type": "ping"})) == {"type": "ping"}
+    for bad in ("{", "[]", "3", b"\xc1"):
+        with pytest.raises(p.ProtocolError) as err:
+            p.decode(bad)
+        assert err.value.code == "frame/malformed"
+    with pytest.raises(p.ProtocolError) as err:
+        p.decode("x" * (p.MAX_FRAME_BYTES + 1))
+    assert err.value.code == "frame/too_large"
+
+
+@given(st.dictionaries(st.text(max_size=8), st.none() | st.integers() | st.text(max_size=20)))
+def test_any_object_parses_or_fails_with_a_code(data: dict) -> None:
+    try:
+        parse(data)
+    except p.ProtocolError as exc:
+        assert exc.code.startswith("message/")
+
+
+def test_job_and_result_round_trip() -> None:
+    job = p.Job("r:1", "r", 1, "tictactoe", ".........:x", ["5"], 8, p.Budget(time_ms=100), 1)
+    assert p.Job.from_fields(job.to_fields()) == job
+    result = p.JobResult("r:1", "r", 1, "1", 0.5, 3, 100, 2, "w")
+    assert p.JobResult.from_fields(result.to_fields()) == result
+    with pytest.raises(p.ProtocolError):
+        p.Job.from_fields({"job": json.dumps({"job_id": 1})})
+    with pytest.raises(p.ProtocolError):
+        p.JobResult.from_fields({"nothing": "here"})
