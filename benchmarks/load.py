@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from kibitz.client.connection import KibitzClient
+from kibitz.client.connection import KibitzClient, newer_than
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,10 +82,10 @@ async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: L
             version = state["version"]
             started = time.perf_counter()
             await mover.move(room, rng.choice(state["legal_moves"]), version)
-            state = await other.wait_state(room, lambda s, v=version: s["version"] > v)
+            state = await other.wait_state(room, newer_than(version))
             stats.latencies_ms.append((time.perf_counter() - started) * 1000)
             stats.moves += 1
-            await mover.wait_state(room, lambda s, v=version: s["version"] > v)
+            await mover.wait_state(room, newer_than(version))
         stats.games += 1
     finally:
         await a.close()

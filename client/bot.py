@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kibitz.client.connection import KibitzClient
+from kibitz.client.connection import KibitzClient, newer_than
 
 
 @dataclass
@@ -60,7 +60,7 @@ async def play_game(
                 break
             await client.move(room, rng.choice(state["legal_moves"]), state["version"])
             # Wait for our move to land before looking at the next state.
-            await client.wait_state(room, lambda s, v=state["version"]: s["version"] > v)
+            await client.wait_state(room, newer_than(state["version"]))
         result = state["result"] or {}
         winner = result.get("winner")
         outcome = "draw" if winner is None else ("win" if winner == my_seat else "loss")

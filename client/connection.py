@@ -37,6 +37,11 @@ def ws_url(base: str, codec: Codec = "json") -> str:
     return url + ("?codec=msgpack" if codec == "msgpack" else "")
 
 
+def newer_than(version: int) -> Callable[[dict[str, Any]], bool]:
+    """A ``wait_state`` predicate: a state past ``version``."""
+    return lambda state: int(state["version"]) > version
+
+
 class KibitzClient:
     """One WebSocket connection. Use ``async with KibitzClient.connect(url) as c``."""
 

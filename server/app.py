@@ -70,7 +70,7 @@ SERVICE_KEY = web.AppKey("service", RoomService)
 HUB_KEY = web.AppKey("hub", Hub)
 REDIS_KEY = web.AppKey("redis", aioredis.Redis)
 NODE_KEY = web.AppKey("node", str)
-METRICS_KEY: web.AppKey["Metrics"] = web.AppKey("metrics")
+METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
 TASKS_KEY = web.AppKey("tasks", list)
 
 

@@ -157,14 +157,14 @@ class Hub:
                         continue
                     self._deliver(message["channel"], message["data"])
             except asyncio.CancelledError:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
                 raise
             except (aioredis.ConnectionError, OSError) as exc:
                 log.warning("pub/sub connection lost (%s); reconnecting", exc)
                 await asyncio.sleep(0.5)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _resync_all(self) -> None:
         for room_id, followers in list(self.followers.items()):

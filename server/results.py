@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import redis.asyncio as aioredis
 from prometheus_client import Counter
@@ -39,11 +40,12 @@ class ResultsConsumer:
         while True:
             try:
                 # Results a dead node took but never acknowledged.
-                claim_cursor, claimed, *_ = await self.redis.xautoclaim(
+                reply: Any = await self.redis.xautoclaim(
                     RESULTS, SERVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor, count=50
                 )
-                await self._handle(claimed)
-                batches = await self.redis.xreadgroup(
+                claim_cursor = reply[0]
+                await self._handle(reply[1])
+                batches: Any = await self.redis.xreadgroup(
                     SERVERS_GROUP, self.node, {RESULTS: ">"}, count=50, block=BLOCK_MS
                 )
                 for _stream, entries in batches or []:

@@ -140,11 +140,11 @@ class RoomStore:
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
         """Snapshots of the versions after ``version``, oldest first."""
         # Entry ids are "<version>-1", so the range starts right after ``version``.
-        entries = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
+        entries: Any = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
         return [json.loads(fields["state"]) for _id, fields in entries]
 
     async def live_rooms(self, limit: int = 100) -> list[Room]:
-        ids = await self.redis.zrevrange(LIVE, 0, limit - 1)
+        ids: Any = await self.redis.zrevrange(LIVE, 0, limit - 1)
         rooms = []
         for room_id in ids:
             room = await self.load(room_id)

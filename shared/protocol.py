@@ -26,6 +26,8 @@ MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
 
 Codec = Literal["json", "msgpack"]
+#: Fields of a Redis stream entry, typed loosely to match redis-py's signatures.
+StreamFields = dict[Any, Any]
 
 
 class ProtocolError(ValueError):
@@ -307,7 +309,7 @@ class Job:
     budget: Budget
     seed: int = 0
 
-    def to_fields(self) -> dict[str, str]:
+    def to_fields(self) -> StreamFields:
         """Flat string fields for a Redis stream entry."""
         return {"job": json.dumps(asdict(self), separators=(",", ":"))}
 
@@ -343,7 +345,7 @@ class JobResult:
     worker: str = ""
     error: str | None = None
 
-    def to_fields(self) -> dict[str, str]:
+    def to_fields(self) -> StreamFields:
         return {"result": json.dumps(asdict(self), separators=(",", ":"))}
 
     @classmethod

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Job, JobResult, ProtocolError
+from kibitz.shared.protocol import Job, JobResult, ProtocolError, StreamFields
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +97,10 @@ class Worker:
 
     def _reclaim(self) -> tuple[str, dict[str, str]] | None:
         """A job whose worker stopped answering, if any (its lease has run out)."""
-        cursor, claimed, *_ = self.redis.xautoclaim(
+        reply: Any = self.redis.xautoclaim(
             JOBS, GROUP, self.name, self.config.lease_ms, self._claim_cursor, count=1
         )
+        cursor, claimed = reply[0], reply[1]
         self._claim_cursor = cursor
         for entry_id, fields in claimed:
             if fields is None:  # trimmed away meanwhile
@@ -110,7 +111,7 @@ class Worker:
         return None
 
     def _read(self) -> tuple[str, dict[str, str]] | None:
-        batches = self.redis.xreadgroup(GROUP, self.name, {JOBS: ">"}, count=1, block=BLOCK_MS)
+        batches: Any = self.redis.xreadgroup(GROUP, self.name, {JOBS: ">"}, count=1, block=BLOCK_MS)
         for _stream, entries in batches or []:
             for entry_id, fields in entries:
                 return entry_id, fields
@@ -162,7 +163,8 @@ class Worker:
         self.redis.xadd(RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
 
     def _bury(self, entry_id: str, fields: dict[str, str], reason: str) -> None:
-        self.redis.xadd(DEAD, {**fields, "reason": reason, "worker": self.name}, maxlen=10_000)
+        dead: StreamFields = {**fields, "reason": reason, "worker": self.name}
+        self.redis.xadd(DEAD, dead, maxlen=10_000)
         self.redis.xack(JOBS, GROUP, entry_id)
         self.redis.xdel(JOBS, entry_id)
 

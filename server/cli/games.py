@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from kibitz.shared.games import available_games
 
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    games = [
+    games: list[dict[str, Any]] = [
         {
             "name": g.name,
             "title": g.title,
