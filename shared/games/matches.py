@@ -84,7 +84,9 @@ class Matches(Game[MatchesState, int]):
         return list(range(1, min(_max_take(state), state.heap) + 1))
 
     def apply(self, state: MatchesState, move: int) -> MatchesState:
-        return MatchesState(state.heap - move, 1 - state.to_move, state.variant, move)
+        # Only the double variant's rule depends on the previous take.
+        last = move if state.variant == "double" else 0
+        return MatchesState(state.heap - move, 1 - state.to_move, state.variant, last)
 
     def outcome(self, state: MatchesState) -> Outcome | None:
         if state.heap == 0:
