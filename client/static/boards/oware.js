@@ -1,0 +1,61 @@
+// Oware (Abapa): South's pits A-F left to right along the bottom, North's a-f from North's
+// left, so drawn right to left along the top; the move is the pit letter. Stores show the
+// seeds each side has captured. Seat 1 (North) sees the board turned round.
+import { el } from "./common.js";
+
+const SOUTH = "ABCDEF";
+const NORTH = "abcdef";
+const MAX_DOTS = 15;
+
+function seeds(count, max = MAX_DOTS) {
+  const box = el("span", { class: "seeds", "aria-hidden": "true" });
+  for (let i = 0; i < Math.min(count, max); i++) box.append(el("span", { class: "seed" }));
+  return box;
+}
+
+export function render(root, ctx) {
+  const { south, north, stores } = ctx.view;
+  const legal = new Set(ctx.legal);
+  const pit = (letter, count, side) => {
+    const playable = legal.has(letter);
+    return el(
+      "button",
+      {
+        class: ["pit", side, playable && "playable", ctx.lastMove === letter && "last"],
+        testid: `pit-${letter}`,
+        dataset: { pit: letter, seeds: String(count) },
+        "aria-label": `pit ${letter}, ${count} seeds`,
+        disabled: !playable,
+        onclick: () => ctx.play(letter),
+      },
+      [seeds(count), el("span", { class: "pit-count" }, [String(count)]), el("span", { class: "pit-name" }, [letter])],
+    );
+  };
+  const store = (index, label) =>
+    el("div", { class: "store", testid: `store-${index}`, "aria-label": `${label} store, ${stores[index]} seeds` }, [
+      seeds(stores[index], 30),
+      el("span", { class: "store-count" }, [String(stores[index])]),
+      el("span", { class: "store-name" }, [label]),
+    ]);
+
+  const southPits = SOUTH.split("").map((letter, i) => pit(letter, south[i], "south"));
+  const northPits = NORTH.split("").map((letter, i) => pit(letter, north[i], "north"));
+  // Counter-clockwise sowing: A..F left to right at the bottom, a..f right to left on top.
+  let top = northPits.slice().reverse();
+  let bottom = southPits;
+  let left = store(1, "North");
+  let right = store(0, "South");
+  if (ctx.flipped) {
+    top = southPits.slice().reverse();
+    bottom = northPits;
+    left = store(0, "South");
+    right = store(1, "North");
+  }
+  root.append(
+    el("div", { class: "oware-board", role: "group", "aria-label": "Oware board" }, [
+      left,
+      el("div", { class: "pits" }, [el("div", { class: "row top" }, top), el("div", { class: "row bottom" }, bottom)]),
+      right,
+    ]),
+  );
+}

@@ -1,0 +1,51 @@
+// Tic-tac-toe: a 3x3 grid; the move is the cell number 1-9, row by row.
+import { el, svg } from "./common.js";
+
+function mark(kind) {
+  if (kind === "x") {
+    return svg("svg", { viewBox: "0 0 100 100", class: "mark mark-x", "aria-hidden": "true" }, [
+      svg("line", { x1: 24, y1: 24, x2: 76, y2: 76 }),
+      svg("line", { x1: 76, y1: 24, x2: 24, y2: 76 }),
+    ]);
+  }
+  if (kind === "o") {
+    return svg("svg", { viewBox: "0 0 100 100", class: "mark mark-o", "aria-hidden": "true" }, [
+      svg("circle", { cx: 50, cy: 50, r: 27 }),
+    ]);
+  }
+  return null;
+}
+
+export function render(root, ctx) {
+  const rows = ctx.view.rows;
+  const legal = new Set(ctx.legal);
+  const ghost = ctx.state.to_move === 1 ? "o" : "x";
+  const grid = el("div", { class: "ttt-grid", role: "group", "aria-label": "Tic-tac-toe board" });
+  rows.forEach((row, r) => {
+    row.forEach((cell, c) => {
+      const number = String(r * 3 + c + 1);
+      const playable = legal.has(number);
+      const label = `cell ${number}, ${cell ? cell.toUpperCase() : "empty"}`;
+      grid.append(
+        el(
+          "button",
+          {
+            class: [
+              "ttt-cell",
+              playable && "playable",
+              ctx.lastMove === number && "last",
+              cell && `has-${cell}`,
+            ],
+            testid: `cell-${number}`,
+            dataset: { cell: number, mark: cell },
+            "aria-label": label,
+            disabled: !playable,
+            onclick: () => ctx.play(number),
+          },
+          [mark(cell), playable ? el("span", { class: "ghost" }, [mark(ghost)]) : null],
+        ),
+      );
+    });
+  });
+  root.append(grid);
+}
