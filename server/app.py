@@ -243,7 +243,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                 break
     finally:
         app[METRICS_KEY].connections.dec()
-        await hub.remove(conn)
+        with contextlib.suppress(aioredis.ConnectionError, OSError):
+            for room_id in await hub.remove(conn):
+                await app[SERVICE_KEY].publish_presence(room_id)
         if not ws.closed:
             await conn.close()
         conn.writer.cancel()
@@ -313,12 +315,13 @@ class Session:
             self.metrics.moves.inc()
         elif isinstance(message, Resign):
             await service.resign(message)
-        elif isinstance(message, Leave):
-            await self.hub.unfollow(conn, message.room)
+        elif isinstance(message, Leave) and await self.hub.unfollow(conn, message.room):
+            await service.publish_presence(message.room)
 
     async def _follow(self, room_id: str, seat: int | None) -> None:
         room = await self.service.get(room_id)
-        await self.hub.follow(self.conn, room.id, seat)
+        if await self.hub.follow(self.conn, room.id, seat):
+            await self.service.publish_presence(room.id)
         snap = await self.service.snapshot(room)
         snap["event"] = {"kind": "resync"}
         self.conn.send_state(room.id, snap)
@@ -326,7 +329,8 @@ class Session:
     async def _resume(self, message: Resume) -> None:
         room = await self.service.get(message.room)
         seat = seat_for_token(room, message.token) if message.token else None
-        await self.hub.follow(self.conn, room.id, seat)
+        if await self.hub.follow(self.conn, room.id, seat):
+            await self.service.publish_presence(room.id)
         since = message.since
         if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
             for snap in await self.service.store.events_since(room.id, since):

@@ -53,10 +53,10 @@ class Connection:
     def send_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
         """Send a room snapshot with this viewer's seat, skipping versions already sent."""
         version = int(snapshot["version"])
-        if (
-            self.last_version.get(room_id, -1) >= version
-            and snapshot.get("event", {}).get("kind") != "resync"
-        ):
+        last = self.last_version.get(room_id, -1)
+        kind = snapshot.get("event", {}).get("kind")
+        # Versions only go forward; the same version again only to resync or for presence.
+        if version < last or (version == last and kind not in ("resync", "presence")):
             return
         self.last_version[room_id] = version
         self.send({**snapshot, "you": self.rooms.get(room_id)})
@@ -112,13 +112,15 @@ class Hub:
     def add(self, conn: Connection) -> None:
         self.connections.add(conn)
 
-    async def remove(self, conn: Connection) -> None:
+    async def remove(self, conn: Connection) -> list[str]:
+        """Forget ``conn``; the rooms where it was a player (their presence changed)."""
         self.connections.discard(conn)
-        for room_id in list(conn.rooms):
-            await self.unfollow(conn, room_id)
+        return [room_id for room_id in list(conn.rooms) if await self.unfollow(conn, room_id)]
 
-    async def follow(self, conn: Connection, room_id: str, seat: int | None) -> None:
+    async def follow(self, conn: Connection, room_id: str, seat: int | None) -> bool:
+        """Follow ``room_id`` as ``seat`` (None: spectator); True if presence changed."""
         previous = conn.rooms.get(room_id, None) if room_id in conn.rooms else "absent"
+        changed = previous != seat and (isinstance(previous, int) or seat is not None)
         if previous != seat:
             if isinstance(previous, int):
                 await self.store.attach(room_id, previous, -1)
@@ -126,10 +128,12 @@ class Hub:
                 await self.store.attach(room_id, seat, +1)
         conn.rooms[room_id] = seat
         self.followers.setdefault(room_id, set()).add(conn)
+        return changed
 
-    async def unfollow(self, conn: Connection, room_id: str) -> None:
+    async def unfollow(self, conn: Connection, room_id: str) -> bool:
+        """Stop following; True if ``conn`` was a player there (presence changed)."""
         if room_id not in conn.rooms:
-            return
+            return False
         seat = conn.rooms.pop(room_id)
         conn.last_version.pop(room_id, None)
         if seat is not None:
@@ -139,6 +143,7 @@ class Hub:
             followers.discard(conn)
             if not followers:
                 del self.followers[room_id]
+        return seat is not None
 
     def local_followers(self) -> int:
         return sum(len(v) for v in self.followers.values())

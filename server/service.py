@@ -71,6 +71,15 @@ class RoomService:
         presence = await self.store.presence(room.id)
         return rooms.snapshot(room, self.state_of(room), presence)
 
+    async def publish_presence(self, room_id: str) -> None:
+        """Tell every follower that a player connected or left (same version)."""
+        room = await self.store.load(room_id)
+        if room is None:
+            return
+        snap = await self.snapshot(room)
+        snap["event"] = {"kind": "presence"}
+        await self.store.publish(room_id, snap)
+
     # -- commands ----------------------------------------------------------------------
     async def create(self, msg: Create, token: str) -> tuple[Room, int]:
         for _ in range(RETRIES):

@@ -152,6 +152,10 @@ class RoomStore:
                 rooms.append(room)
         return rooms
 
+    async def publish(self, room_id: str, snapshot: dict[str, Any]) -> None:
+        """Fan out a snapshot that is not a new version (a presence change)."""
+        await self.redis.publish(channel(room_id), json.dumps(snapshot, separators=(",", ":")))
+
     async def presence(self, room_id: str) -> tuple[bool, bool]:
         counts = await self.redis.hmget(presence_key(room_id), ["0", "1"])
         return (int(counts[0] or 0) > 0, int(counts[1] or 0) > 0)

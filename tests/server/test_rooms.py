@@ -168,3 +168,22 @@ async def test_two_nodes_share_rooms(redis_server) -> None:
     finally:
         node1.stop()
         node2.stop()
+
+
+async def test_presence_follows_players_connecting_and_leaving(live_server) -> None:
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    try:
+        room = (await a.create("tictactoe", seat=0))["room"]
+        await b.join(room)
+
+        def connected(state: dict) -> list[bool]:
+            return [seat["connected"] for seat in state["seats"]]
+
+        state = await a.wait_state(room, lambda s: connected(s) == [True, True])
+        assert state["event"]["kind"] == "presence"
+        await b.close()
+        state = await a.wait_state(room, lambda s: connected(s) == [True, False])
+        assert state["version"] == 1  # presence is not a room change
+    finally:
+        await a.close()
