@@ -62,7 +62,9 @@ log = logging.getLogger(__name__)
 HARD_FRAME_LIMIT = 1024 * 1024
 RATE_PER_SECOND = 30.0
 RATE_BURST = 60.0
-MAX_STRIKES = 20  # malformed frames or rate-limit hits before the socket is closed
+MAX_STRIKES = 20  # malformed frames or rate-limit hits in a window close the socket
+STRIKE_WINDOW_S = 60.0
+REDIS_TIMEOUT_S = 5.0
 RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
 
 STORE_KEY = web.AppKey("store", RoomStore)
@@ -102,12 +104,20 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
     app[METRICS_KEY] = Metrics()
 
     async def startup(app: web.Application) -> None:
-        redis = aioredis.from_url(redis_url, decode_responses=True)
+        # Commands time out (a hung Redis gives errors, not hung handlers); the pub/sub
+        # listener waits indefinitely, so it gets a client of its own.
+        redis = aioredis.from_url(
+            redis_url,
+            decode_responses=True,
+            socket_timeout=REDIS_TIMEOUT_S,
+            socket_connect_timeout=5,
+        )
+        pubsub_redis = aioredis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
         await redis.ping()
         store = RoomStore(redis)
         await store.ensure_groups()
         service = RoomService(store)
-        hub = Hub(redis, store)
+        hub = Hub(pubsub_redis, store)
         await hub.start()
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], app[METRICS_KEY].ai_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
@@ -116,7 +126,7 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
     async def cleanup(app: web.Application) -> None:
         for task in app[TASKS_KEY]:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await app[HUB_KEY].stop()
         await app[REDIS_KEY].aclose()
@@ -228,7 +238,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     ws = web.WebSocketResponse(max_msg_size=HARD_FRAME_LIMIT, heartbeat=30)
     await ws.prepare(request)
     codec: Codec = "msgpack" if request.query.get("codec") == "msgpack" else "json"
-    conn = Connection(ws, codec)
+    conn = Connection(ws, codec, request.transport)
     hub = app[HUB_KEY]
     hub.add(conn)
     app[METRICS_KEY].connections.inc()
@@ -243,12 +253,15 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                 break
     finally:
         app[METRICS_KEY].connections.dec()
-        with contextlib.suppress(aioredis.ConnectionError, OSError):
+        try:
             for room_id in await hub.remove(conn):
                 await app[SERVICE_KEY].publish_presence(room_id)
-        if not ws.closed:
-            await conn.close()
-        conn.writer.cancel()
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("presence update failed: %s", exc)
+        finally:
+            if not ws.closed:
+                await conn.close(session.close_code, session.close_reason)
+            conn.writer.cancel()
     return ws
 
 
@@ -262,6 +275,10 @@ class Session:
         self.hub = app[HUB_KEY]
         self.metrics = app[METRICS_KEY]
         self.strikes = 0
+        # How the socket is closed once ``on_frame`` returns False.
+        self.close_code: int = WSCloseCode.OK
+        self.close_reason = b""
+        self.strikes_since = time.monotonic()
         self.tokens = RATE_BURST
         self.refilled = time.monotonic()
 
@@ -274,7 +291,7 @@ class Session:
         except ProtocolError as exc:
             if exc.code == "frame/too_large":
                 self._error(exc.code, exc.message)
-                await self.conn.close(WSCloseCode.MESSAGE_TOO_BIG, b"frame too large")
+                self.close_code, self.close_reason = WSCloseCode.MESSAGE_TOO_BIG, b"frame too large"
                 return False
             return self._strike(exc.code, exc.message)
         try:
@@ -287,9 +304,12 @@ class Session:
             await self.dispatch(message)
         except ProtocolError as exc:  # RoomError included
             self._error(exc.code, exc.message, message.rid)
-        except (aioredis.ConnectionError, OSError):
-            log.exception("storage unavailable")
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("storage unavailable: %s", exc)
             self._error("server/unavailable", "storage unavailable; try again", message.rid)
+        except Exception:
+            log.exception("failed to handle %s", type(message).__name__)
+            self._error("server/internal", "internal error; nothing was changed", message.rid)
         return True
 
     async def dispatch(self, message: ClientMessage) -> None:
@@ -319,29 +339,30 @@ class Session:
             await service.publish_presence(message.room)
 
     async def _follow(self, room_id: str, seat: int | None) -> None:
-        room = await self.service.get(room_id)
-        if await self.hub.follow(self.conn, room.id, seat):
-            await self.service.publish_presence(room.id)
-        snap = await self.service.snapshot(room)
-        snap["event"] = {"kind": "resync"}
-        self.conn.send_state(room.id, snap)
+        await self.service.get(room_id)  # it exists (else room/unknown)
+        if await self.hub.follow(self.conn, room_id, seat):
+            await self.service.publish_presence(room_id)
+        await self._send_current(room_id, None)
 
     async def _resume(self, message: Resume) -> None:
         room = await self.service.get(message.room)
         seat = seat_for_token(room, message.token) if message.token else None
         if await self.hub.follow(self.conn, room.id, seat):
             await self.service.publish_presence(room.id)
-        since = message.since
-        if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
-            for snap in await self.service.store.events_since(room.id, since):
-                self.conn.send_state(room.id, snap)
-            if room.version == since:
-                snap = await self.service.snapshot(room)
-                snap["event"] = {"kind": "resync"}
-                self.conn.send_state(room.id, snap)
-            return
+        await self._send_current(room.id, message.since)
+
+    async def _send_current(self, room_id: str, since: int | None) -> None:
+        """The room as it is now, loaded after following it, so no event falls in between.
+
+        With ``since``, the event carries what happened after that version (the ``missed``
+        events, up to RESUME_REPLAY of them), for clients that show a move history.
+        """
+        room = await self.service.get(room_id)
         snap = await self.service.snapshot(room)
-        snap["event"] = {"kind": "resync"}
+        event: dict[str, Any] = {"kind": "resync"}
+        if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
+            event["missed"] = await self.service.store.events_since(room_id, since)
+        snap["event"] = event
         self.conn.send_state(room.id, snap)
 
     def _take_token(self) -> bool:
@@ -355,11 +376,13 @@ class Session:
 
     def _strike(self, code: str, text: str, rid: str | int | None = None) -> bool:
         self._error(code, text, rid)
+        now = time.monotonic()
+        if now - self.strikes_since > STRIKE_WINDOW_S:
+            self.strikes, self.strikes_since = 0, now
         self.strikes += 1
         if self.strikes >= MAX_STRIKES:
-            asyncio.ensure_future(
-                self.conn.close(WSCloseCode.POLICY_VIOLATION, b"too many bad messages")
-            )
+            self.close_code = WSCloseCode.POLICY_VIOLATION
+            self.close_reason = b"too many bad messages"
             return False
         return True
 

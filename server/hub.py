@@ -31,24 +31,30 @@ ROOM_PATTERN = PREFIX + "room:*"
 class Connection:
     """One WebSocket client: its codec, send queue and the rooms it follows."""
 
-    def __init__(self, ws: web.WebSocketResponse, codec: Codec) -> None:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        codec: Codec,
+        transport: asyncio.BaseTransport | None = None,
+    ) -> None:
         self.ws = ws
+        self.transport = transport
         self.codec = codec
         self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SEND_QUEUE)
         self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
         self.last_version: dict[str, int] = {}
+        self.closing = False
         self.writer = asyncio.create_task(self._write())
 
     def send(self, message: dict[str, Any]) -> None:
         """Queue a message; never blocks. Drops the client if it is too slow."""
-        if self.ws.closed:
+        if self.closing or self.ws.closed:
             return
         try:
             self.queue.put_nowait(message)
         except asyncio.QueueFull:
             log.warning("dropping a slow client (%d queued messages)", SEND_QUEUE)
-            self.writer.cancel()
-            asyncio.ensure_future(self.ws.close(code=CLOSE_SLOW, message=b"too slow"))
+            self.abort(CLOSE_SLOW, b"too slow")
 
     def send_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
         """Send a room snapshot with this viewer's seat, skipping versions already sent."""
@@ -63,13 +69,33 @@ class Connection:
 
     async def close(self, code: int = WSCloseCode.OK, message: bytes = b"") -> None:
         """Flush what is queued (briefly), then close with ``code``."""
+        if self.closing:
+            return
+        self.closing = True
         with contextlib.suppress(asyncio.QueueFull):
             self.queue.put_nowait(None)
         if not self.writer.done():
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self.writer), timeout=1.0)
         self.writer.cancel()
-        await self.ws.close(code=code, message=message)
+        await self._close_socket(code, message)
+
+    def abort(self, code: int, message: bytes) -> None:
+        """Close without flushing (a slow or broken client), from synchronous code."""
+        if self.closing:
+            return
+        self.closing = True
+        self.writer.cancel()
+        asyncio.ensure_future(self._close_socket(code, message))
+
+    async def _close_socket(self, code: int, message: bytes) -> None:
+        # A client that reads nothing can stall the closing handshake: give it two
+        # seconds, then drop the TCP connection.
+        try:
+            await asyncio.wait_for(self.ws.close(code=code, message=message), timeout=2.0)
+        except (TimeoutError, ConnectionError, RuntimeError):
+            if isinstance(self.transport, asyncio.Transport):
+                self.transport.abort()
 
     async def _write(self) -> None:
         try:
@@ -82,8 +108,12 @@ class Connection:
                     await self.ws.send_bytes(frame)
                 else:
                     await self.ws.send_str(frame)
-        except (ConnectionResetError, RuntimeError, asyncio.CancelledError):
+        except (ConnectionError, RuntimeError, asyncio.CancelledError):
             return
+        except Exception:
+            log.exception("could not send to a client; closing it")
+            self.closing = False
+            self.abort(WSCloseCode.INTERNAL_ERROR, b"internal error")
 
 
 class Hub:
@@ -108,14 +138,28 @@ class Hub:
                 await self._task
         for conn in list(self.connections):
             await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
+        await self.redis.aclose()
 
     def add(self, conn: Connection) -> None:
         self.connections.add(conn)
 
     async def remove(self, conn: Connection) -> list[str]:
-        """Forget ``conn``; the rooms where it was a player (their presence changed)."""
+        """Forget ``conn``; the rooms where it was a player (their presence changed).
+
+        Local bookkeeping goes first, so a Redis failure cannot leave a closed
+        connection among the followers.
+        """
         self.connections.discard(conn)
-        return [room_id for room_id in list(conn.rooms) if await self.unfollow(conn, room_id)]
+        seats = dict(conn.rooms)
+        for room_id in seats:
+            self._drop(conn, room_id)
+        played = [room_id for room_id, seat in seats.items() if seat is not None]
+        for room_id in played:
+            try:
+                await self.store.attach(room_id, seats[room_id] or 0, -1)
+            except (aioredis.RedisError, OSError) as exc:
+                log.warning("could not record that a player left %s: %s", room_id, exc)
+        return played
 
     async def follow(self, conn: Connection, room_id: str, seat: int | None) -> bool:
         """Follow ``room_id`` as ``seat`` (None: spectator); True if presence changed."""
@@ -134,16 +178,20 @@ class Hub:
         """Stop following; True if ``conn`` was a player there (presence changed)."""
         if room_id not in conn.rooms:
             return False
-        seat = conn.rooms.pop(room_id)
-        conn.last_version.pop(room_id, None)
+        seat = conn.rooms[room_id]
+        self._drop(conn, room_id)
         if seat is not None:
             await self.store.attach(room_id, seat, -1)
+        return seat is not None
+
+    def _drop(self, conn: Connection, room_id: str) -> None:
+        conn.rooms.pop(room_id, None)
+        conn.last_version.pop(room_id, None)
         followers = self.followers.get(room_id)
         if followers is not None:
             followers.discard(conn)
             if not followers:
                 del self.followers[room_id]
-        return seat is not None
 
     def local_followers(self) -> int:
         return sum(len(v) for v in self.followers.values())

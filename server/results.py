@@ -52,31 +52,39 @@ class ResultsConsumer:
                     await self._handle(entries)
             except asyncio.CancelledError:
                 raise
-            except (aioredis.ConnectionError, OSError) as exc:
+            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
                 log.warning("results stream unavailable (%s); retrying", exc)
                 await asyncio.sleep(0.5)
             except aioredis.ResponseError as exc:
                 if "NOGROUP" in str(exc):
                     await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
                 else:
-                    raise
+                    log.exception("results stream error")
+                    await asyncio.sleep(1.0)
+            except Exception:
+                log.exception("results consumer error; going on")
+                await asyncio.sleep(1.0)
 
-    async def _handle(self, entries: list[tuple[str, dict[str, str]]]) -> None:
+    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
         for entry_id, fields in entries:
-            if fields is None:  # deleted entry
-                await self.redis.xack(RESULTS, SERVERS_GROUP, entry_id)
-                continue
             try:
-                result = JobResult.from_fields(fields)
-            except ProtocolError as exc:
-                log.warning("dropping a malformed result %s: %s", entry_id, exc)
-            else:
-                if result.error:
-                    log.warning(
-                        "job %s failed on %s: %s", result.job_id, result.worker, result.error
-                    )
-                    await self.service.play_fallback(result)
-                elif await self.service.apply_result(result):
-                    self.applied.inc()
+                if fields is not None:  # None: the entry was deleted meanwhile
+                    await self._apply(entry_id, fields)
+            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError):
+                raise  # not the entry's fault: leave it pending and retry
+            except Exception:
+                # A poison entry must not stop every AI game: log it and move on.
+                log.exception("could not apply result entry %s", entry_id)
             await self.redis.xack(RESULTS, SERVERS_GROUP, entry_id)
             await self.redis.xdel(RESULTS, entry_id)
+
+    async def _apply(self, entry_id: str, fields: dict[str, str]) -> None:
+        try:
+            result = JobResult.from_fields(fields)
+        except ProtocolError as exc:
+            log.warning("dropping a malformed result %s: %s", entry_id, exc)
+            return
+        if result.error:
+            log.warning("job %s failed on %s: %s", result.job_id, result.worker, result.error)
+        if await self.service.apply_result(result):
+            self.applied.inc()

@@ -7,6 +7,7 @@ decided again on the fresh room (a move pinned to a version is refused instead).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from kibitz.server.room import Event, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import Budget, Create, JobResult, Join, PlayMove, Resign
+
+log = logging.getLogger(__name__)
 
 RETRIES = 5
 STATE_CACHE_SIZE = 2000
@@ -128,39 +131,47 @@ class RoomService:
         return await self._update(msg.room, decide)
 
     async def apply_result(self, result: JobResult) -> bool:
-        """Play a worker's move if the room is still where the job left it."""
+        """Play a worker's move if the room still waits for it; True if it was played.
+
+        A late or duplicate result finds the room at another version and changes
+        nothing. A result the room still waits for but cannot use (a failed job, or a
+        move the rules refuse) is replaced by a quick fallback move, so the game goes on.
+        """
         room = await self.store.load(result.room)
         if room is None or room.version != result.version or room.status != "playing":
-            return False  # late or duplicate result: nothing to do
-        if result.move is None:
             return False
         state = self.state_of(room)
-        game = find_game(room.game)
-        seat = game.to_move(state)
+        seat = find_game(room.game).to_move(state)
         if room.seats[seat].kind != "ai":
             return False
-        try:
-            new, event, new_state = rooms.play_move(
-                room, seat, result.move, result.version, now_ms(), state
-            )
-            await self._commit(new, room.version, event, new_state)
-        except (RoomError, StaleVersion):
-            return False
-        return True
+        if result.move is not None and result.error is None:
+            try:
+                new, event, new_state = rooms.play_move(
+                    room, seat, result.move, result.version, now_ms(), state
+                )
+            except RoomError as exc:
+                log.error("worker %s sent an unusable move for %s: %s", result.worker, room.id, exc)
+            else:
+                return await self._try_commit(new, room.version, event, new_state)
+        return await self._play_fallback(room, seat, state)
 
-    async def play_fallback(self, result: JobResult) -> bool:
-        """A failed job's room still needs an AI move: play a quick shallow one here."""
-        from dataclasses import replace as replace_fields
-
+    async def _play_fallback(self, room: Room, seat: int, state: Any) -> bool:
+        """A shallow search here, for a room whose AI job could not produce a move."""
         from kibitz.shared.search import choose_move
 
-        room = await self.store.load(result.room)
-        if room is None or room.version != result.version or room.status != "playing":
-            return False
         game = find_game(room.game)
-        state = self.state_of(room)
         found = choose_move(game, state, level=1, budget=Budget(depth=1), seed=room.version)
-        return await self.apply_result(replace_fields(result, move=found.move_text, error=None))
+        new, event, new_state = rooms.play_move(
+            room, seat, found.move_text, room.version, now_ms(), state
+        )
+        return await self._try_commit(new, room.version, event, new_state)
+
+    async def _try_commit(self, room: Room, expected: int, event: Event, state: Any) -> bool:
+        try:
+            await self._commit(room, expected, event, state)
+        except StaleVersion:
+            return False
+        return True
 
     async def requeue_ai(self, room_id: str) -> bool:
         """Enqueue the AI job a room needs, again (after a job was lost or failed)."""
@@ -187,9 +198,14 @@ class RoomService:
     async def _commit(self, room: Room, expected: int, event: Event, state: Any) -> None:
         presence = await self.store.presence(room.id)
         snap = rooms.snapshot(room, state, presence)
-        snap["event"] = event.to_dict()
+        record = event.to_dict()
+        if event.kind == "move":
+            record["display"] = room.moves[-1].display
+        if room.status == "over":
+            record["result"] = room.result
+        snap["event"] = record
         job = rooms.ai_job(room, state, self._budget(room, state))
-        await self.store.commit(room, expected, event.to_dict(), snap, job)
+        await self.store.commit(room, expected, record, snap, job)
         self._remember(room, state)
 
     def _budget(self, room: Room, state: Any) -> Budget:

@@ -3,8 +3,8 @@
 Keys (``kibitz:`` prefix):
 
 - ``room:{id}``          hash: ``version`` and ``data`` (the room record as JSON)
-- ``room:{id}:events``   stream: one entry per version (the event and the snapshot),
-                         for replay on reconnect and for the archive
+- ``room:{id}:events``   stream: one compact entry per version (what happened, when),
+                         for ``resume`` and as the game's timeline
 - ``room:{id}:presence`` hash: seat -> number of connections attached as that player
 - channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
 - ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
@@ -66,7 +66,7 @@ elseif (not current) or tonumber(current) ~= expected then
 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[11], ARGV[2] .. '-1',
-           'version', ARGV[2], 'event', ARGV[4], 'state', ARGV[5])
+           'version', ARGV[2], 'event', ARGV[4], 'at', ARGV[9])
 redis.call('PUBLISH', ARGV[6], ARGV[5])
 if ARGV[8] == '1' then
   redis.call('ZADD', KEYS[3], ARGV[9], ARGV[7])
@@ -138,10 +138,17 @@ class RoomStore:
         await self.redis.xadd(JOBS, job.to_fields())
 
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
-        """Snapshots of the versions after ``version``, oldest first."""
+        """The events after ``version``, oldest first, each with its version and time."""
         # Entry ids are "<version>-1", so the range starts right after ``version``.
         entries: Any = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
-        return [json.loads(fields["state"]) for _id, fields in entries]
+        return [
+            {
+                **json.loads(fields["event"]),
+                "version": int(fields["version"]),
+                "at": int(fields["at"]),
+            }
+            for _id, fields in entries
+        ]
 
     async def live_rooms(self, limit: int = 100) -> list[Room]:
         ids: Any = await self.redis.zrevrange(LIVE, 0, limit - 1)

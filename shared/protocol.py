@@ -54,14 +54,19 @@ def decode(frame: str | bytes) -> dict[str, Any]:
     size = len(frame.encode() if isinstance(frame, str) else frame)
     if size > MAX_FRAME_BYTES:
         raise ProtocolError("frame/too_large", f"frame of {size} bytes > {MAX_FRAME_BYTES}")
+    kind = "JSON" if isinstance(frame, str) else "msgpack"
     try:
         if isinstance(frame, str):
             data = json.loads(frame)
+            # What we read must be something we can write back in either codec: this
+            # refuses lone surrogates, integers past 64 bits and absurd nesting.
+            msgpack.packb(data, use_bin_type=True)
         else:
             data = msgpack.unpackb(frame, raw=False, strict_map_key=True)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        kind = "JSON" if isinstance(frame, str) else "msgpack"
-        raise ProtocolError("frame/malformed", f"frame is not valid {kind}: {exc}") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # msgpack's ExtraData, FormatError and StackError are ValueErrors too.
+        text = str(exc)[:200]
+        raise ProtocolError("frame/malformed", f"frame is not valid {kind}: {text}") from None
     if not isinstance(data, dict):
         raise ProtocolError("frame/malformed", "a message must be an object with a 'type'")
     return data
@@ -95,6 +100,8 @@ def _rid(data: dict[str, Any]) -> str | int | None:
     if rid is None or (isinstance(rid, int | str) and not isinstance(rid, bool)):
         if isinstance(rid, str) and len(rid) > MAX_TEXT:
             raise ProtocolError("message/invalid", "field 'rid' is too long")
+        if isinstance(rid, int) and abs(rid) > 2**53:
+            raise ProtocolError("message/invalid", "field 'rid' is too large")
         return rid
     raise ProtocolError("message/invalid", "field 'rid' must be a string or an integer")
 
@@ -351,6 +358,23 @@ class JobResult:
     @classmethod
     def from_fields(cls, fields: dict[str, str]) -> JobResult:
         try:
-            return cls(**json.loads(fields["result"]))
+            result = cls(**json.loads(fields["result"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError("result/invalid", f"malformed result entry: {exc}") from None
+        expected: dict[str, tuple[type, ...]] = {
+            "job_id": (str,),
+            "room": (str,),
+            "version": (int,),
+            "move": (str, type(None)),
+            "score": (int, float),
+            "depth": (int,),
+            "nodes": (int,),
+            "time_ms": (int,),
+            "worker": (str,),
+            "error": (str, type(None)),
+        }
+        for name, types in expected.items():
+            value = getattr(result, name)
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise ProtocolError("result/invalid", f"result field {name!r} has a bad type")
+        return result

@@ -86,24 +86,25 @@ class OptionSpec:
 
     def coerce(self, value: object) -> OptionValue:
         """Validate ``value`` against this spec, converting numeric strings."""
+        shown = repr(value)[:40]
         if isinstance(self.default, bool):
             if isinstance(value, bool):
                 return value
             if value in ("true", "false"):
                 return value == "true"
-            raise InvalidOptionError(f"option {self.name!r} takes true or false, not {value!r}")
+            raise InvalidOptionError(f"option {self.name!r} takes true or false, not {shown}")
         if isinstance(self.default, int):
-            if isinstance(value, str) and value.lstrip("-").isdigit():
+            if isinstance(value, str) and _is_small_integer(value):
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidOptionError(f"option {self.name!r} takes an integer, not {value!r}")
+                raise InvalidOptionError(f"option {self.name!r} takes an integer, not {shown}")
             if self.minimum is not None and value < self.minimum:
                 raise InvalidOptionError(f"option {self.name!r} must be >= {self.minimum}")
             if self.maximum is not None and value > self.maximum:
                 raise InvalidOptionError(f"option {self.name!r} must be <= {self.maximum}")
             return value
         if not isinstance(value, str):
-            raise InvalidOptionError(f"option {self.name!r} takes a string, not {value!r}")
+            raise InvalidOptionError(f"option {self.name!r} takes a string, not {shown}")
         if self.choices and value not in self.choices:
             raise InvalidOptionError(
                 f"option {self.name!r} must be one of {', '.join(map(str, self.choices))}"
@@ -119,6 +120,12 @@ class OptionSpec:
         if self.maximum is not None:
             info["max"] = self.maximum
         return info
+
+
+def _is_small_integer(text: str) -> bool:
+    """ASCII digits with an optional minus sign, short enough to be an option value."""
+    digits = text[1:] if text.startswith("-") else text
+    return 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +166,7 @@ class Game(Generic[State, Move]):
         specs = {spec.name: spec for spec in self.option_specs}
         unknown = sorted(set(given) - set(specs))
         if unknown:
-            raise InvalidOptionError(f"{self.name} has no option {unknown[0]!r}")
+            raise InvalidOptionError(f"{self.name} has no option {repr(unknown[0])[:40]}")
         return {
             name: spec.coerce(given[name]) if name in given else spec.default
             for name, spec in specs.items()
