@@ -92,6 +92,11 @@ class Metrics:
         self.ai_moves = Counter(
             "kibitz_ai_moves_total", "worker results applied", registry=self.registry
         )
+        self.fallback_moves = Counter(
+            "kibitz_fallback_moves_total",
+            "AI moves the server played itself after a failed job",
+            registry=self.registry,
+        )
 
 
 def static_dir() -> Path:
@@ -119,7 +124,8 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
         service = RoomService(store)
         hub = Hub(pubsub_redis, store)
         await hub.start()
-        consumer = ResultsConsumer(redis, service, app[NODE_KEY], app[METRICS_KEY].ai_moves)
+        m = app[METRICS_KEY]
+        consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
         app[TASKS_KEY] = [asyncio.create_task(consumer.run())]
 

@@ -8,6 +8,7 @@ so a restart of ``kibitz serve`` on the same directory keeps every game.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -56,17 +57,30 @@ class EmbeddedRedis:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.persist = persist
+        # Other local users must not reach the games: a random password, passed in a
+        # config file only we can read (not on the command line, which ps shows).
+        self.password = secrets.token_hex(16)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def display_url(self) -> str:
+        """The URL without its password, for logs."""
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._stop_stale()
+        config = self.data_dir / "redis.conf"
+        config.touch(mode=0o600)
+        config.chmod(0o600)
+        config.write_text(f"requirepass {self.password}\n")
         args = [
             find_redis_server(),
+            str(config),
             "--bind", "127.0.0.1",
             "--port", str(self.port),
             "--dir", str(self.data_dir),
@@ -81,7 +95,7 @@ class EmbeddedRedis:
         else:
             args += ["--appendonly", "no"]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        client = redis.Redis(host="127.0.0.1", port=self.port)
+        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:

@@ -27,12 +27,18 @@ CLAIM_IDLE_MS = 10_000
 
 class ResultsConsumer:
     def __init__(
-        self, redis: aioredis.Redis, service: RoomService, node: str, applied: Counter
+        self,
+        redis: aioredis.Redis,
+        service: RoomService,
+        node: str,
+        applied: Counter,
+        fallbacks: Counter,
     ) -> None:
         self.redis = redis
         self.service = service
         self.node = node
         self.applied = applied
+        self.fallbacks = fallbacks
 
     async def run(self) -> None:
         await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
@@ -86,5 +92,8 @@ class ResultsConsumer:
             return
         if result.error:
             log.warning("job %s failed on %s: %s", result.job_id, result.worker, result.error)
-        if await self.service.apply_result(result):
+        outcome = await self.service.apply_result(result)
+        if outcome == "applied":
             self.applied.inc()
+        elif outcome == "fallback":
+            self.fallbacks.inc()

@@ -251,7 +251,11 @@ def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
     game = find_game(room.game)
     new = _next(room, now_ms)
     new.status = "over"
-    new.result = {"winner": 1 - seat, "reason": f"{game.players[seat]} resigned"}
+    if room.status == "waiting":
+        # Nobody to lose to yet: the room is abandoned, not won.
+        new.result = {"winner": None, "reason": f"{game.players[seat]} left before the start"}
+    else:
+        new.result = {"winner": 1 - seat, "reason": f"{game.players[seat]} resigned"}
     return new, Event("resign", seat)
 
 

@@ -11,7 +11,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from kibitz.server import room as rooms
 from kibitz.server.room import Event, Room, RoomError
@@ -36,7 +36,8 @@ def level_budget(game: str, level: int) -> Budget:
     return budget_for_level(game, level)
 
 
-Decision = tuple[Room, Event, Any]  # new room, event, new game state
+Decision = tuple[Room, Event, Any]
+ResultOutcome = Literal["applied", "fallback", "ignored"]  # new room, event, new game state
 
 
 class RoomService:
@@ -130,8 +131,11 @@ class RoomService:
 
         return await self._update(msg.room, decide)
 
-    async def apply_result(self, result: JobResult) -> bool:
-        """Play a worker's move if the room still waits for it; True if it was played.
+    async def apply_result(self, result: JobResult) -> ResultOutcome:
+        """Play a worker's move if the room still waits for it.
+
+        Returns "applied" (the worker's move was played), "fallback" (a fallback move
+        was played instead) or "ignored".
 
         A late or duplicate result finds the room at another version and changes
         nothing. A result the room still waits for but cannot use (a failed job, or a
@@ -139,11 +143,11 @@ class RoomService:
         """
         room = await self.store.load(result.room)
         if room is None or room.version != result.version or room.status != "playing":
-            return False
+            return "ignored"
         state = self.state_of(room)
         seat = find_game(room.game).to_move(state)
         if room.seats[seat].kind != "ai":
-            return False
+            return "ignored"
         if result.move is not None and result.error is None:
             try:
                 new, event, new_state = rooms.play_move(
@@ -152,8 +156,9 @@ class RoomService:
             except RoomError as exc:
                 log.error("worker %s sent an unusable move for %s: %s", result.worker, room.id, exc)
             else:
-                return await self._try_commit(new, room.version, event, new_state)
-        return await self._play_fallback(room, seat, state)
+                committed = await self._try_commit(new, room.version, event, new_state)
+                return "applied" if committed else "ignored"
+        return "fallback" if await self._play_fallback(room, seat, state) else "ignored"
 
     async def _play_fallback(self, room: Room, seat: int, state: Any) -> bool:
         """A shallow search here, for a room whose AI job could not produce a move."""

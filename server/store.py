@@ -21,6 +21,7 @@ to move, enqueues its job. So a job is never lost between a commit and its enque
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -150,8 +151,10 @@ class RoomStore:
             for _id, fields in entries
         ]
 
-    async def live_rooms(self, limit: int = 100) -> list[Room]:
-        ids: Any = await self.redis.zrevrange(LIVE, 0, limit - 1)
+    async def live_rooms(self, limit: int = 100, max_idle_ms: int = 86_400_000) -> list[Room]:
+        """Unfinished rooms changed in the last day, most recent first."""
+        cutoff = int(time.time() * 1000) - max_idle_ms
+        ids: Any = await self.redis.zrevrangebyscore(LIVE, "+inf", cutoff, start=0, num=limit)
         rooms = []
         for room_id in ids:
             room = await self.load(room_id)

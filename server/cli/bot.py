@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    if any("=" not in item for item in args.option):
+        return _fail("usage", "--option takes NAME=VALUE")
+    if args.seat not in (None, "random", "0", "1"):
+        return _fail("usage", "--seat takes 0, 1 or random")
     options = dict(item.split("=", 1) for item in args.option)
     seat = None if args.seat in (None, "random") else int(args.seat)
     try:
@@ -43,7 +47,14 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     except ServerError as exc:
-        print(json.dumps({"error": exc.code, "message": exc.message}))
-        return 2
+        return _fail(exc.code, exc.message)
+    except (OSError, TimeoutError, ConnectionError) as exc:
+        return _fail("connection", f"cannot reach {args.url}: {exc}")
     print(json.dumps(report.to_dict()))
     return 0
+
+
+def _fail(code: str, message: str) -> int:
+    """Errors are JSON lines too, so scripts read one format."""
+    print(json.dumps({"error": code, "message": message}))
+    return 2

@@ -38,12 +38,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="bot level (budget and randomness; default 8)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed for low-level randomness")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                        help="game option (e.g. count=30 for matches); repeatable")  # fmt: skip
+                        help="game option (count=30 for matches) or searcher setting "
+                             "(tt=off, tt_size_log2=16); repeatable")  # fmt: skip
     parser.add_argument("--search-option", action="append", default=[], metavar="NAME=VALUE",
                         help="searcher setting, e.g. tt_size_log2=16 or pvs=off")  # fmt: skip
-    parser.add_argument("--off", action="append", default=[], choices=TECHNIQUES,
-                        metavar="TECHNIQUE",
-                        help=f"switch a technique off ({', '.join(TECHNIQUES)}); repeatable")  # fmt: skip
+    parser.add_argument(
+        "--off",
+        action="append",
+        default=[],
+        choices=TECHNIQUES,
+        metavar="TECHNIQUE",
+        help=f"switch a technique off ({', '.join(TECHNIQUES)}); repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no per-depth lines")
     parser.set_defaults(func=run)
@@ -62,12 +68,14 @@ def parse_game_options(items: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     try:
         game = find_game(args.game)
-        state = (
-            game.parse_position(args.position)
-            if args.position
-            else game.initial(parse_game_options(args.option))
-        )
-        options = SearchOptions.parse(",".join(args.search_option)).without(*args.off)
+        # --option takes game options and searcher settings alike (their names differ).
+        searcher_names = set(SearchOptions.__dataclass_fields__)
+        given = parse_game_options(args.option)
+        search_items = [f"{k}={v}" for k, v in given.items() if k in searcher_names]
+        game_options = {k: v for k, v in given.items() if k not in searcher_names}
+        state = game.parse_position(args.position) if args.position else game.initial(game_options)
+        options = SearchOptions.parse(",".join([*search_items, *args.search_option]))
+        options = options.without(*args.off)
     except (GameError, ValueError) as exc:
         print(f"kibitz search: {exc}", file=sys.stderr)
         return 2

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if not redis_url:
         embedded = EmbeddedRedis(args.data_dir / "redis").start()
         redis_url = embedded.url
-        log.info("private Redis on %s (data in %s)", redis_url, embedded.data_dir)
+        log.info("private Redis on %s (data in %s)", embedded.display_url, embedded.data_dir)
     n_workers = args.workers if args.workers is not None else (2 if embedded else 0)
     try:
         return asyncio.run(_serve(args.host, args.port, redis_url, n_workers))
@@ -115,10 +115,22 @@ async def _serve(host: str, port: int, redis_url: str, n_workers: int) -> int:
 
 
 async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> None:
-    """Restart a local worker that died (its pending job is reclaimed by another)."""
+    """Restart a local worker that died (its pending job is reclaimed by another).
+
+    A worker that keeps dying is restarted less and less often (up to once a minute).
+    """
+    delays = [1.0] * len(workers)
+    due = [0.0] * len(workers)
+    loop = asyncio.get_running_loop()
     while True:
         await asyncio.sleep(1.0)
         for i, proc in enumerate(workers):
-            if proc.poll() is not None:
-                log.warning("worker %d exited with %s; restarting", proc.pid, proc.returncode)
+            if proc.poll() is None:
+                delays[i] = max(1.0, delays[i] * 0.9)
+                continue
+            if due[i] == 0.0:
+                log.warning("worker %d exited with %s", proc.pid, proc.returncode)
+                due[i] = loop.time() + delays[i]
+            elif loop.time() >= due[i]:
                 workers[i] = subprocess.Popen(worker_command(redis_url))
+                delays[i], due[i] = min(60.0, delays[i] * 2), 0.0

@@ -160,3 +160,17 @@ async def test_flooding_is_rate_limited(live_server) -> None:
                         codes.append(message["code"])
         assert closed.value.rcvd.code == 1008
     assert "rate/limited" in codes
+
+
+async def test_nested_and_unencodable_frames(live_server, game) -> None:
+    a, b, room, before = game
+    await a.send_raw("[" * 20000 + "]" * 20000)
+    assert (await a.next_message(lambda m: m["type"] == "error"))["code"] == "frame/malformed"
+    await a.send_raw('{"type": "ping", "rid": "\\ud800"}')  # a lone surrogate
+    assert (await a.next_message(lambda m: m["type"] == "error"))["code"] == "frame/malformed"
+    await a.send_raw('{"type": "ping", "rid": 123456789012345678901234567890}')  # > 64 bits
+    assert (await a.next_message(lambda m: m["type"] == "error"))["code"] == "frame/malformed"
+    await a.send_raw('{"type": "ping", "rid": 1152921504606846976}')  # 2**60: too big a rid
+    assert (await a.next_message(lambda m: m["type"] == "error"))["code"] == "message/invalid"
+    assert (await a.request({"type": "ping"}))["type"] == "pong"
+    assert await room_json(live_server, room) == before

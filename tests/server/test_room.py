@@ -66,6 +66,9 @@ def test_game_end_and_resign() -> None:
     other, _, _ = rooms.join_room(other, None, None, "tok-b", 2)
     resigned, event = rooms.resign(other, 0, 3)
     assert resigned.result == {"winner": 1, "reason": "X resigned"} and event.kind == "resign"
+    waiting, _, _ = new_game()
+    abandoned, _ = rooms.resign(waiting, 0, 3)
+    assert abandoned.result == {"winner": None, "reason": "X left before the start"}
 
 
 def test_ai_job_only_when_the_ai_is_to_move() -> None:
