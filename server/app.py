@@ -32,7 +32,7 @@ from kibitz.server.hub import Connection, Hub
 from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import RoomError, new_token, seat_for_token, summary
 from kibitz.server.service import RoomService
-from kibitz.server.store import JOBS, RESULTS, RoomStore
+from kibitz.server.store import HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
 from kibitz.shared.games import available_games
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
@@ -119,7 +119,8 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
         )
         pubsub_redis = aioredis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
         await redis.ping()
-        store = RoomStore(redis)
+        store = RoomStore(redis, app[NODE_KEY])
+        await store.heartbeat()
         await store.ensure_groups()
         service = RoomService(store)
         hub = Hub(pubsub_redis, store)
@@ -127,7 +128,10 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
         m = app[METRICS_KEY]
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
-        app[TASKS_KEY] = [asyncio.create_task(consumer.run())]
+        app[TASKS_KEY] = [
+            asyncio.create_task(consumer.run()),
+            asyncio.create_task(beat(store)),
+        ]
 
     async def cleanup(app: web.Application) -> None:
         for task in app[TASKS_KEY]:
@@ -150,6 +154,16 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
     app.router.add_static("/static/", static_dir(), show_index=False)
     app.router.add_get("/{name:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*}", static_file)
     return app
+
+
+async def beat(store: RoomStore) -> None:
+    """The node's heartbeat, which keeps its players counted as connected."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        try:
+            await store.heartbeat()
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("heartbeat failed: %s", exc)
 
 
 # -- HTTP -------------------------------------------------------------------------------------
@@ -218,7 +232,7 @@ async def api_status(request: web.Request) -> web.Response:
 
 
 async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
-    """Queue depths, pending jobs and live workers, as ``kibitz status`` prints them."""
+    """Queue depths, pending jobs, live workers and nodes, as ``kibitz status`` prints them."""
     out: dict[str, Any] = {"jobs": {}, "results": {}, "workers": []}
     for name, stream in (("jobs", JOBS), ("results", RESULTS)):
         length = await redis.xlen(stream)
@@ -232,7 +246,8 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
         info = await redis.hgetall(key)
         if info:
             out["workers"].append(info)
-    out["live_rooms"] = await redis.zcard("kibitz:rooms:live")
+    out["nodes"] = sorted([key.removeprefix(NODES) async for key in redis.scan_iter(NODES + "*")])
+    out["live_rooms"] = await redis.zcard(LIVE)
     return out
 
 

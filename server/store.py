@@ -5,7 +5,9 @@ Keys (``kibitz:`` prefix):
 - ``room:{id}``          hash: ``version`` and ``data`` (the room record as JSON)
 - ``room:{id}:events``   stream: one compact entry per version (what happened, when),
                          for ``resume`` and as the game's timeline
-- ``room:{id}:presence`` hash: seat -> number of connections attached as that player
+- ``room:{id}:presence`` hash: "seat:node" -> connections attached as that seat's player
+                         on that node (a dead node's entries stop counting with it)
+- ``nodes:{node}``       a server node's heartbeat (with a TTL)
 - channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
 - ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
 - ``jobs``               stream with consumer group ``workers``: AI search jobs
@@ -36,6 +38,9 @@ WORKERS_GROUP = "workers"
 SERVERS_GROUP = "servers"
 LIVE = PREFIX + "rooms:live"
 EVENTS_KEPT = 10_000  # per room; plenty for any game
+NODES = PREFIX + "nodes:"
+NODE_TTL_S = 15
+HEARTBEAT_S = 5.0
 
 
 def room_key(room_id: str) -> str:
@@ -81,6 +86,27 @@ return {1, tonumber(ARGV[2])}
 """
 
 
+# KEYS: presence hash; ARGV: node key prefix. Returns the seats with a live connection.
+_PRESENCE = """
+local out = {}
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local seat, node = string.match(entries[i], '^(%d+):(.+)$')
+  if seat and tonumber(entries[i + 1]) > 0 and redis.call('EXISTS', ARGV[1] .. node) == 1 then
+    table.insert(out, tonumber(seat))
+  end
+end
+return out
+"""
+
+# KEYS: presence hash; ARGV: "seat:node", delta. Drops fields that reach zero.
+_ATTACH = """
+local n = redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+if n <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return n
+"""
+
+
 class StaleVersion(Exception):
     """The room moved on since it was read; re-read and retry."""
 
@@ -92,9 +118,12 @@ class StaleVersion(Exception):
 class RoomStore:
     """Async access to rooms, their events and the job streams."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
+    def __init__(self, redis: aioredis.Redis, node: str = "local") -> None:
         self.redis = redis
+        self.node = node
         self._commit = redis.register_script(_COMMIT)
+        self._presence = redis.register_script(_PRESENCE)
+        self._attach = redis.register_script(_ATTACH)
 
     async def ensure_groups(self) -> None:
         for stream, group in ((JOBS, WORKERS_GROUP), (RESULTS, SERVERS_GROUP)):
@@ -167,11 +196,17 @@ class RoomStore:
         await self.redis.publish(channel(room_id), json.dumps(snapshot, separators=(",", ":")))
 
     async def presence(self, room_id: str) -> tuple[bool, bool]:
-        counts = await self.redis.hmget(presence_key(room_id), ["0", "1"])
-        return (int(counts[0] or 0) > 0, int(counts[1] or 0) > 0)
+        """Whether each seat's player is connected to a live node."""
+        seats = await self._presence(keys=[presence_key(room_id)], args=[NODES])
+        return (0 in seats, 1 in seats)
 
     async def attach(self, room_id: str, seat: int, delta: int) -> None:
-        await self.redis.hincrby(presence_key(room_id), str(seat), delta)
+        """Count a connection of ``seat``'s player on this node in (+1) or out (-1)."""
+        await self._attach(keys=[presence_key(room_id)], args=[f"{seat}:{self.node}", delta])
+
+    async def heartbeat(self) -> None:
+        """Say this node is alive; its players count as connected while it is."""
+        await self.redis.set(NODES + self.node, int(time.time()), ex=NODE_TTL_S)
 
 
 async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:

@@ -198,3 +198,37 @@ async def test_presence_follows_players_connecting_and_leaving(live_server) -> N
         assert state["version"] == 1  # presence is not a room change
     finally:
         await a.close()
+
+
+async def test_a_node_dies_and_its_players_resume_on_another(redis_server) -> None:
+    from tests.conftest import start_server
+
+    node1, node2 = start_server(redis_server.url), start_server(redis_server.url)
+    clients: list[KibitzClient] = []
+    try:
+        a = await KibitzClient.open(node1.http_url)
+        b = await KibitzClient.open(node2.http_url)
+        clients += [a, b]
+        room = (await a.create("tictactoe", seat=0))["room"]
+        await b.join(room)
+        await a.move(room, "5")
+        seen = (await a.wait_state(room, lambda s: len(s["moves"]) == 1))["version"]
+        node1.process.kill()  # no goodbye: the node is gone
+        node1.process.wait()
+        with pytest.raises(ConnectionError):
+            await a.next_message(timeout=10)
+        a2 = await KibitzClient.open(node2.http_url)
+        clients.append(a2)
+        a2.tokens[room] = a.tokens[room]
+        await a2.resume(room, a.tokens[room][1], since=seen)
+        await b.move(room, "1")
+        state = await a2.wait_state(room, lambda s: len(s["moves"]) == 2)
+        assert state["you"] == 0 and state["to_move"] == 0
+        await a2.move(room, "9", state["version"])
+        final = await b.wait_state(room, lambda s: len(s["moves"]) == 3)
+        assert [m["move"] for m in final["moves"]] == ["5", "1", "9"]
+    finally:
+        for c in clients:
+            await c.close()
+        node1.stop()
+        node2.stop()
