@@ -33,7 +33,7 @@ from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import RoomError, new_token, seat_for_token, summary
 from kibitz.server.service import RoomService
 from kibitz.server.store import HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
-from kibitz.shared.games import available_games
+from kibitz.shared.games import Outcome, available_games, find_game
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
     ClientMessage,
@@ -150,6 +150,7 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
     app.router.add_get("/api/games", api_games)
     app.router.add_get("/api/rooms", api_rooms)
     app.router.add_get("/api/rooms/{room}", api_room)
+    app.router.add_get("/api/rooms/{room}/record", api_record)
     app.router.add_get("/api/status", api_status)
     app.router.add_static("/static/", static_dir(), show_index=False)
     app.router.add_get("/{name:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*}", static_file)
@@ -224,6 +225,41 @@ async def api_room(request: web.Request) -> web.Response:
     except RoomError as exc:
         return web.json_response(error_message(exc.code, exc.message), status=404)
     return web.json_response(await service.snapshot(room))
+
+
+async def api_record(request: web.Request) -> web.Response:
+    """The whole game for archives: moves, result, the event timeline and, where the
+    game has a standard format (PGN for chess), the game in it."""
+    service = request.app[SERVICE_KEY]
+    try:
+        room = await service.get(request.match_info["room"])
+    except RoomError as exc:
+        return web.json_response(error_message(exc.code, exc.message), status=404)
+    game = find_game(room.game)
+    moves = [m.move for m in room.moves]
+    record: dict[str, Any] = {
+        "room": room.id,
+        "game": room.game,
+        "options": room.options,
+        "start": room.start,
+        "players": list(game.players),
+        "seats": [{"kind": s.kind, "level": s.level, "name": s.name} for s in room.seats],
+        "status": room.status,
+        "result": room.result,
+        "moves": moves,
+        "display": [m.display for m in room.moves],
+        "created_ms": room.created_ms,
+        "updated_ms": room.updated_ms,
+        "events": await service.store.events_since(room.id, -1),
+    }
+    if game.record_format:
+        headers = {"Event": f"kibitz room {room.id}", "Site": "kibitz"}
+        for name, seat in zip(game.players, room.seats, strict=True):
+            headers[name] = seat.name or ("AI" if seat.kind == "ai" else "?")
+        outcome = Outcome(**room.result) if room.result else None
+        start = game.parse_position(room.start)
+        record[game.record_format] = game.export_record(start, moves, outcome, headers)
+    return web.json_response(record)
 
 
 async def api_status(request: web.Request) -> web.Response:

@@ -218,6 +218,15 @@ class Game(Generic[State, Move]):
         """A JSON-ready picture of the board for clients; see docs/protocol.md."""
         raise NotImplementedError
 
+    #: The standard text format of a whole game, if the game has one ("pgn" for chess).
+    record_format: str | None = None
+
+    def export_record(
+        self, start: State, moves: list[str], result: Outcome | None, headers: dict[str, str]
+    ) -> str:
+        """The game from ``start`` through ``moves`` in ``record_format``."""
+        raise NotImplementedError(f"{self.name} has no record format")
+
     def display_move(self, state: State, move: Move) -> str:
         """The move as people read it (SAN in chess); the wire notation by default."""
         return self.format_move(state, move)

@@ -539,6 +539,20 @@ class Chess(Game[ChessState, chess.Move]):
         exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=False)
         return game.accept(exporter)
 
+    record_format = "pgn"
+
+    def export_record(
+        self,
+        start: ChessState,
+        moves: list[str],
+        result: Outcome | None,
+        headers: dict[str, str],
+    ) -> str:
+        """PGN, with the Result the room recorded (a resignation included)."""
+        if result is not None:
+            headers = {**headers, "Result": _RESULTS[result.winner]}
+        return self.pgn(start, moves, headers)
+
 
 def _perft(board: chess.Board, depth: int, key: int, path: list[int]) -> int:
     """Perft below a position that is not finished; ``path`` holds earlier keys."""

@@ -232,3 +232,34 @@ async def test_a_node_dies_and_its_players_resume_on_another(redis_server) -> No
             await c.close()
         node1.stop()
         node2.stop()
+
+
+async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    try:
+        room = (await a.create("chess", seat=0, name="ann"))["room"]
+        await b.join(room)
+        for mover, move in [(a, "f2f3"), (b, "e7e5"), (a, "g2g4"), (b, "d8h4")]:
+            await mover.move(room, move)
+            await mover.wait_state(
+                room, lambda s, m=move: s["last_move"] and s["last_move"]["move"] == m
+            )
+        record = await get_json(f"{live_server.http_url}/api/rooms/{room}/record")
+    finally:
+        await a.close()
+        await b.close()
+    assert record["result"] == {"winner": 1, "reason": "checkmate"}
+    assert record["display"] == ["f3", "e5", "g4", "Qh4#"]
+    assert [e["kind"] for e in record["events"]] == [
+        "created",
+        "joined",
+        "move",
+        "move",
+        "move",
+        "move",
+    ]
+    assert [e["version"] for e in record["events"]] == list(range(6))
+    pgn = record["pgn"]
+    assert '[White "ann"]' in pgn and '[Result "0-1"]' in pgn
+    assert "1. f3 e5 2. g4 Qh4# 0-1" in pgn
