@@ -9,7 +9,7 @@ import random
 import aiohttp
 import pytest
 
-from kibitz.client.connection import KibitzClient, ServerError
+from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
 pytestmark = pytest.mark.asyncio
 
@@ -240,25 +240,18 @@ async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
     try:
         room = (await a.create("chess", seat=0, name="ann"))["room"]
         await b.join(room)
-        for mover, move in [(a, "f2f3"), (b, "e7e5"), (a, "g2g4"), (b, "d8h4")]:
-            await mover.move(room, move)
-            await mover.wait_state(
-                room, lambda s, m=move: s["last_move"] and s["last_move"]["move"] == m
-            )
+        plies = [(a, "f2f3"), (b, "e7e5"), (a, "g2g4"), (b, "d8h4")]
+        for version, (mover, move) in enumerate(plies, start=1):
+            await mover.move(room, move, version)
+            await mover.wait_state(room, newer_than(version))
         record = await get_json(f"{live_server.http_url}/api/rooms/{room}/record")
     finally:
         await a.close()
         await b.close()
     assert record["result"] == {"winner": 1, "reason": "checkmate"}
     assert record["display"] == ["f3", "e5", "g4", "Qh4#"]
-    assert [e["kind"] for e in record["events"]] == [
-        "created",
-        "joined",
-        "move",
-        "move",
-        "move",
-        "move",
-    ]
+    kinds = [e["kind"] for e in record["events"]]
+    assert kinds == ["created", "joined"] + ["move"] * 4
     assert [e["version"] for e in record["events"]] == list(range(6))
     pgn = record["pgn"]
     assert '[White "ann"]' in pgn and '[Result "0-1"]' in pgn
