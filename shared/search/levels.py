@@ -1,0 +1,52 @@
+"""Bot levels 1..8: a search budget per game plus, on low levels, controlled randomness.
+
+Weak levels search shallowly and then pick a root move by a softmax over the exact root
+scores (temperature in units of the game's "pawn"), so they mostly play sensible moves and
+sometimes human-looking mistakes. Levels 7 and 8 always play the best move found; level 8
+searches on the clock (and solves small games outright).
+"""
+
+from __future__ import annotations
+
+from kibitz.shared.protocol import Budget
+
+MIN_LEVEL, MAX_LEVEL = 1, 8
+
+#: Games whose whole tree the searcher can solve in well under a second.
+SMALL_GAMES = frozenset({"tictactoe", "matches", "kono"})
+
+#: Depth per level (index 0 = level 1); level 8 is time-bound, so None.
+_DEPTHS: dict[str, tuple[int | None, ...]] = {
+    "small": (1, 1, 2, 2, 3, 4, 6, None),
+    "othello": (1, 1, 2, 3, 4, 5, 6, None),
+    "oware": (1, 2, 3, 4, 5, 6, 8, None),
+    "draughts": (1, 1, 2, 3, 4, 5, 6, None),
+    "chess": (1, 1, 2, 2, 3, 3, 4, None),
+}
+#: Time cap per level in ms (a safety net for the depth-bound levels; the budget of level 8).
+_TIMES = (500, 500, 700, 800, 1000, 1200, 1500, 2000)
+_LEVEL8_TIME = {"chess": 2500, "othello": 2000, "draughts": 2000, "oware": 1500}
+#: Softmax temperature per level, in evaluation units (0 = always the best move).
+_TEMPERATURES = (3.0, 1.5, 0.8, 0.4, 0.2, 0.08, 0.0, 0.0)
+
+
+def _check(level: int) -> None:
+    if not MIN_LEVEL <= level <= MAX_LEVEL:
+        raise ValueError(f"level must be {MIN_LEVEL}-{MAX_LEVEL}, not {level!r}")
+
+
+def budget_for_level(game: str, level: int) -> Budget:
+    """The search budget of bot level ``level`` (1 weakest .. 8 strongest) in ``game``."""
+    _check(level)
+    kind = "small" if game in SMALL_GAMES else game
+    depth = _DEPTHS.get(kind, _DEPTHS["draughts"])[level - 1]
+    time_ms = _TIMES[level - 1]
+    if level == MAX_LEVEL:
+        time_ms = _LEVEL8_TIME.get(game, 2000)
+    return Budget(depth=depth, time_ms=time_ms, nodes=None)
+
+
+def temperature_for_level(level: int) -> float:
+    """Softmax temperature (in evaluation units); 0 means deterministic best move."""
+    _check(level)
+    return _TEMPERATURES[level - 1]

@@ -1,0 +1,46 @@
+"""Search limits (depth, time, nodes) and the clock that enforces them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+from kibitz.shared.protocol import Budget
+from kibitz.shared.search.scores import MAX_PLY
+
+#: Deepest iteration the searcher starts when no depth is given.
+MAX_DEPTH = 200
+
+
+class SearchAborted(Exception):
+    """Raised inside the tree when a limit is reached; the iteration in progress is lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchLimits:
+    """Limits of one search; None means unbounded (time and nodes) or MAX_DEPTH."""
+
+    depth: int | None = None
+    time_ms: int | None = None
+    nodes: int | None = None
+
+    @classmethod
+    def from_budget(cls, budget: Budget) -> SearchLimits:
+        return cls(budget.depth, budget.time_ms, budget.nodes)
+
+    def max_depth(self) -> int:
+        depth = MAX_DEPTH if self.depth is None else self.depth
+        return max(1, min(depth, MAX_PLY // 2))
+
+    def deadline(self, start: float) -> float:
+        """perf_counter() value after which the search stops."""
+        if self.time_ms is None:
+            return float("inf")
+        return start + self.time_ms / 1000.0
+
+    def node_limit(self) -> int:
+        return 1 << 62 if self.nodes is None else max(1, self.nodes)
+
+
+def now() -> float:
+    return perf_counter()
