@@ -234,6 +234,12 @@ class Hub:
         followers = self.followers.get(room_id)
         if not followers:
             return
-        snapshot = json.loads(data)
+        message = json.loads(data)
+        if message.get("type") == "thinking":
+            # An AI's progress: only for followers who are at the version it is about.
+            for conn in list(followers):
+                if conn.last_version.get(room_id) == message["version"]:
+                    conn.send(message)
+            return
         for conn in list(followers):
-            conn.send_state(room_id, snapshot)
+            conn.send_state(room_id, message)

@@ -282,6 +282,34 @@ def seat_message(room: str, seat: int, token: str, rid: str | int | None = None)
     return out
 
 
+def thinking_message(
+    room: str,
+    version: int,
+    seat: int,
+    depth: int,
+    score: float,
+    pv: list[str],
+    nodes: int,
+    time_ms: int,
+) -> dict[str, Any]:
+    """An AI's progress on its move (one per completed search depth, throttled).
+
+    ``score`` is from the thinking side's point of view, in the game's units (pawns in
+    chess, discs in Othello...); ``version`` is the room version it is thinking about.
+    """
+    return {
+        "type": "thinking",
+        "room": room,
+        "version": version,
+        "seat": seat,
+        "depth": depth,
+        "score": score,
+        "pv": pv,
+        "nodes": nodes,
+        "time_ms": time_ms,
+    }
+
+
 def pong_message(rid: str | int | None = None) -> dict[str, Any]:
     return {"type": "pong", "rid": rid}
 

@@ -11,6 +11,7 @@ told to play a fallback move.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -24,7 +25,16 @@ from typing import Any
 import redis
 
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Job, JobResult, ProtocolError, StreamFields
+from kibitz.shared.protocol import (
+    Job,
+    JobResult,
+    ProtocolError,
+    StreamFields,
+    thinking_message,
+)
+from kibitz.shared.search import choose_move, report_score
+from kibitz.shared.search.choose import format_line
+from kibitz.shared.search.evaluation import evaluation_for
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +153,7 @@ class Worker:
             self.redis.xack(JOBS, GROUP, entry_id)
             return
         try:
-            result = compute(job, self.name)
+            result = compute(job, self.name, ProgressPublisher(self.redis, job))
         except Exception as exc:  # a bad position or a bug: report it, don't die
             log.error("job %s failed: %s", job.job_id, traceback.format_exc())
             result = JobResult(
@@ -169,16 +179,51 @@ class Worker:
         self.redis.xdel(JOBS, entry_id)
 
 
-def compute(job: Job, worker: str) -> JobResult:
-    """Search the job's position within its budget (pure CPU, no Redis)."""
-    from kibitz.shared.search import choose_move
+class ProgressPublisher:
+    """Publishes the search's completed depths to the room's followers, throttled."""
 
+    def __init__(self, redis_client: redis.Redis, job: Job, every_s: float = 0.25) -> None:
+        self.redis = redis_client
+        self.job = job
+        self.every_s = every_s
+        self.started = time.monotonic()
+        self.last = self.started
+        self.game: Any = None
+        self.state: Any = None
+
+    def __call__(self, step: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            return
+        self.last = now
+        message = thinking_message(
+            self.job.room,
+            self.job.version,
+            self.game.to_move(self.state),
+            step.depth,
+            report_score(step.score, evaluation_for(self.game).unit),
+            format_line(self.game, self.state, list(step.pv)[:12]),
+            step.nodes,
+            int((now - self.started) * 1000),
+        )
+        try:
+            self.redis.publish(PREFIX + "room:" + self.job.room, json.dumps(message))
+        except redis.RedisError as exc:  # progress is optional; the move is not
+            log.warning("could not publish progress: %s", exc)
+
+
+def compute(job: Job, worker: str, progress: ProgressPublisher | None = None) -> JobResult:
+    """Search the job's position within its budget; ``progress`` hears each depth."""
     game = find_game(job.game)
     state = game.parse_position(job.position)
     for text in job.moves:
         state = game.play(state, text)
+    if progress is not None:
+        progress.game, progress.state = game, state
     started = time.monotonic()
-    found = choose_move(game, state, level=job.level, budget=job.budget, seed=job.seed)
+    found = choose_move(
+        game, state, level=job.level, budget=job.budget, seed=job.seed, progress=progress
+    )
     return JobResult(
         job_id=job.job_id,
         room=job.room,

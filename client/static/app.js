@@ -160,6 +160,9 @@ app.conn.addEventListener("message", (event) => {
     case "state":
       onState(message);
       break;
+    case "thinking":
+      onThinking(message);
+      break;
     case "error":
       clearPending();
       showError(message.code, message.message);
@@ -194,6 +197,17 @@ function onState(message) {
     clearPending();
   }
   renderGame();
+}
+
+// An AI's progress on its move: shown under the status line until the next state.
+function onThinking(message) {
+  if (message.room !== app.room || !app.state || message.version !== app.state.version) return;
+  const seconds = (message.time_ms / 1000).toFixed(1);
+  const score = message.score > 0 ? `+${message.score}` : String(message.score);
+  const line = message.pv.slice(0, 6).join(" ");
+  const el = $("thinking");
+  el.textContent = `AI thinking: depth ${message.depth}, score ${score}, ${seconds} s — ${line}`;
+  el.hidden = false;
 }
 
 function clearPending() {
@@ -625,6 +639,7 @@ async function boardFor(game) {
 }
 
 function renderGame() {
+  $("thinking").hidden = true;
   const state = app.state;
   if (!state) {
     $("game-title").textContent = "Connecting…";
@@ -754,6 +769,7 @@ function renderShare(state) {
   const origin = window.location.origin;
   $("invite-link").value = `${origin}/?room=${encodeURIComponent(state.room)}`;
   $("watch-link").value = `${origin}/?watch=${encodeURIComponent(state.room)}`;
+  $("record-link").href = `/api/rooms/${encodeURIComponent(state.room)}/record`;
   const free = state.status === "waiting" && state.seats.some((seat) => !seat.taken);
   $("invite-field").hidden = !free;
 }

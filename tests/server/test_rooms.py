@@ -256,3 +256,22 @@ async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
     pgn = record["pgn"]
     assert '[White "ann"]' in pgn and '[Result "0-1"]' in pgn
     assert "1. f3 e5 2. g4 Qh4# 0-1" in pgn
+
+
+async def test_followers_see_the_ai_thinking(live_server) -> None:
+    async with await KibitzClient.open(live_server.http_url) as client:
+        room = (await client.create("othello", "ai:8", seat=1))["room"]
+        thinking = []
+        while True:
+            message = await client.next_message(
+                lambda m: m["type"] == "thinking" or (m["type"] == "state" and m["moves"])
+            )
+            if message["type"] == "state":
+                break
+            thinking.append(message)
+    # Level 8 searches for about two seconds: several progress reports come first.
+    assert thinking, "no progress was published"
+    assert all(t["room"] == room and t["version"] == 0 and t["seat"] == 0 for t in thinking)
+    depths = [t["depth"] for t in thinking]
+    assert depths == sorted(depths) and depths[-1] >= 3
+    assert all(t["pv"] and t["pv"][0] in ("d3", "c4", "f5", "e6") for t in thinking)
