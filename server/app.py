@@ -64,6 +64,7 @@ RATE_PER_SECOND = 30.0
 RATE_BURST = 60.0
 MAX_STRIKES = 20  # malformed frames or rate-limit hits in a window close the socket
 STRIKE_WINDOW_S = 60.0
+CREATES_PER_MINUTE = 20
 REDIS_TIMEOUT_S = 5.0
 RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
 
@@ -332,6 +333,7 @@ class Session:
         self.hub = app[HUB_KEY]
         self.metrics = app[METRICS_KEY]
         self.strikes = 0
+        self.creates: list[float] = []
         # How the socket is closed once ``on_frame`` returns False.
         self.close_code: int = WSCloseCode.OK
         self.close_reason = b""
@@ -374,6 +376,7 @@ class Session:
         if isinstance(message, Ping):
             conn.send(pong_message(message.rid))
         elif isinstance(message, Create):
+            self._count_create()
             token = new_token()
             room, seat = await service.create(message, token)
             conn.send(seat_message(room.id, seat, token, message.rid))
@@ -421,6 +424,16 @@ class Session:
             event["missed"] = await self.service.store.events_since(room_id, since)
         snap["event"] = event
         self.conn.send_state(room.id, snap)
+
+    def _count_create(self) -> None:
+        """Rooms cost storage: one connection may open CREATES_PER_MINUTE a minute."""
+        now = time.monotonic()
+        self.creates = [t for t in self.creates if now - t < 60.0]
+        if len(self.creates) >= CREATES_PER_MINUTE:
+            raise ProtocolError(
+                "rate/limited", f"at most {CREATES_PER_MINUTE} new rooms a minute per connection"
+            )
+        self.creates.append(now)
 
     def _take_token(self) -> bool:
         now = time.monotonic()

@@ -174,3 +174,11 @@ async def test_nested_and_unencodable_frames(live_server, game) -> None:
     assert (await a.next_message(lambda m: m["type"] == "error"))["code"] == "message/invalid"
     assert (await a.request({"type": "ping"}))["type"] == "pong"
     assert await room_json(live_server, room) == before
+
+
+async def test_room_creation_is_limited_per_connection(live_server) -> None:
+    async with await KibitzClient.open(live_server.http_url) as c:
+        for _ in range(20):
+            await c.create("tictactoe")
+        await expect_error(c, {"type": "create", "game": "tictactoe"}, "rate/limited")
+        assert (await c.request({"type": "ping"}))["type"] == "pong"
