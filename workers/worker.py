@@ -61,7 +61,11 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
-        self.redis = redis.Redis.from_url(config.redis_url, decode_responses=True)
+        # Reads block for BLOCK_MS at most, so a longer socket timeout only fires when
+        # Redis itself hangs; the loop then retries instead of waiting forever.
+        self.redis = redis.Redis.from_url(
+            config.redis_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5
+        )
         self.stopping = False
         self.done = 0
         self._claim_cursor = "0-0"
@@ -80,7 +84,7 @@ class Worker:
                 entry = self._reclaim() or self._read()
                 if entry is not None:
                     self._process(*entry)
-            except redis.ConnectionError as exc:
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("redis unavailable (%s); retrying", exc)
                 time.sleep(0.5)
             except redis.ResponseError as exc:
