@@ -164,3 +164,27 @@ async def test_job_failing_too_often_goes_to_dead_letters(private_redis) -> None
             worker.wait(timeout=10)
         node.stop()
         r.close()
+
+
+async def test_worker_concurrency_runs_several_consumers(private_redis) -> None:
+    r = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    node = start_server(private_redis.url, workers=0)
+    pool = subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "worker", "--redis", private_redis.url,
+         "--concurrency", "2", "--name", "pool"],
+        env={**os.environ, "KIBITZ_LOG": "WARNING"},
+    )  # fmt: skip
+    try:
+        wait_until(lambda: len(list(r.scan_iter("kibitz:workers:pool*"))) == 2)
+        async with await KibitzClient.open(node.http_url) as client:
+            room = (await client.create("tictactoe", "ai:8", seat=1))["room"]
+            state = await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=30)
+        assert state["moves"][0]["seat"] == 0
+        pool.terminate()  # SIGTERM reaches both processes; they leave cleanly
+        assert pool.wait(timeout=20) == 0
+        wait_until(lambda: not list(r.scan_iter("kibitz:workers:pool*")))
+    finally:
+        if pool.poll() is None:
+            pool.kill()
+        node.stop()
+        r.close()
