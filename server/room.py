@@ -154,14 +154,20 @@ def create_room(
     token: str,
     now_ms: int,
     rng: random.Random | None = None,
+    position: str | None = None,
 ) -> tuple[Room, Event, int]:
-    """A new room with its creator seated; returns (room, event, creator's seat)."""
+    """A new room with its creator seated; returns (room, event, creator's seat).
+
+    ``position`` starts the game from that position text instead of the initial one.
+    """
     try:
         game = find_game(game_name)
         opts = game.normalize_options(options)
-        state = game.initial(opts)
+        state = game.parse_position(position) if position else game.initial(opts)
     except GameError as exc:
         raise RoomError(exc.code, str(exc)) from None
+    if game.outcome(state) is not None:
+        raise RoomError("position/invalid", f"the game is already over in {position!r}")
     seat_index = creator_seat if creator_seat is not None else (rng or random).randrange(2)
     seats = [Seat(), Seat()]
     seats[seat_index] = Seat("human", None, hash_token(token), creator_name)

@@ -96,6 +96,7 @@ class RoomService:
                 msg.name,
                 token,
                 now_ms(),
+                position=msg.position,
             )
             state = find_game(room.game).parse_position(room.start)
             try:

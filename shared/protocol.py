@@ -24,6 +24,7 @@ import msgpack
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
+MAX_POSITION = 4096  # longest position text (with its repetition history) accepted
 
 Codec = Literal["json", "msgpack"]
 #: Fields of a Redis stream entry, typed loosely to match redis-py's signatures.
@@ -75,13 +76,15 @@ def decode(frame: str | bytes) -> dict[str, Any]:
 # -- field readers ----------------------------------------------------------------------
 
 
-def _text(data: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+def _text(
+    data: dict[str, Any], name: str, *, required: bool = True, max_length: int = MAX_TEXT
+) -> str | None:
     value = data.get(name)
     if value is None:
         if required:
             raise ProtocolError("message/invalid", f"{data.get('type')!r} needs field {name!r}")
         return None
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT:
+    if not isinstance(value, str) or not value or len(value) > max_length:
         raise ProtocolError("message/invalid", f"field {name!r} must be a non-empty string")
     return value
 
@@ -121,6 +124,7 @@ class Create:
     opponent: Opponent = "human"
     seat: int | None = None  # 0 (moves first), 1, or None for a random seat
     name: str | None = None
+    position: str | None = None  # start from this position text instead of the initial one
     rid: str | int | None = None
 
 
@@ -217,6 +221,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             opponent=parse_opponent(data.get("opponent")),
             seat=seat,
             name=_text(data, "name", required=False),
+            position=_text(data, "position", required=False, max_length=MAX_POSITION),
             rid=rid,
         )
     if kind == "join":

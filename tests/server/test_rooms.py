@@ -275,3 +275,30 @@ async def test_followers_see_the_ai_thinking(live_server) -> None:
     depths = [t["depth"] for t in thinking]
     assert depths == sorted(depths) and depths[-1] >= 3
     assert all(t["pv"] and t["pv"][0] in ("d3", "c4", "f5", "e6") for t in thinking)
+
+
+async def test_a_game_from_a_given_position_with_a_pass(live_server) -> None:
+    # Othello: White (seat 1) to move has no move but Black does, so White must pass.
+    rows = ["." * 8] * 8
+    rows[0] = "bw......"
+    position = "".join(rows) + " w"
+    a = await KibitzClient.open(live_server.http_url)
+    b = await KibitzClient.open(live_server.http_url)
+    try:
+        reply = await a.request(
+            {"type": "create", "game": "othello", "seat": 1, "position": position}
+        )
+        room = reply["room"]
+        a.tokens[room] = (reply["seat"], reply["token"])
+        await b.join(room)
+        state = await a.wait_state(room, lambda s: s["status"] == "playing")
+        assert state["to_move"] == 1 and state["legal_moves"] == ["pass"]
+        await a.move(room, "pass", state["version"])
+        state = await b.wait_state(room, newer_than(state["version"]))
+        assert state["to_move"] == 0 and state["moves"][-1]["move"] == "pass"
+        with pytest.raises(ServerError) as err:
+            await a.request({"type": "create", "game": "othello", "position": "nonsense"})
+        assert err.value.code == "position/invalid"
+    finally:
+        await a.close()
+        await b.close()
