@@ -394,6 +394,8 @@ async function createGame(event) {
     seat: seat === "random" ? "random" : Number(seat),
   };
   if (name) message.name = name;
+  const position = $("start-position").value.trim();
+  if (position) message.position = position;
   button.disabled = true;
   try {
     const reply = await app.conn.request(message);

@@ -388,3 +388,24 @@ def test_renderers_ask_when_a_click_is_ambiguous(live_server: Any, new_page: New
     assert pits == [f"pit-{p}" for p in "fedcbaABCDEF"]
     turned = render_and_click(page, "oware", view, [], [], flipped=True)["order"]
     assert [t for t in turned if t.startswith("pit-")] == [f"pit-{p}" for p in "FEDCBAabcdef"]
+
+
+def test_start_from_a_position_and_pass(live_server: Any, new_page: NewPage) -> None:
+    """Othello from a position where White (the human, seat 1) can only pass."""
+    page = new_page()
+    open_lobby(page, live_server.http_url)
+    page.click("[data-testid=game-othello]")
+    page.select_option("[data-testid=opponent]", "human")
+    page.select_option("[data-testid=seat-choice]", "1")
+    page.click("summary")
+    page.fill("[data-testid=start-position]", "bw" + "." * 62 + " w")
+    page.click("[data-testid=create]")
+    page.wait_for_selector(f"{BOARD}[data-game=othello][data-version]")
+    guest = new_page()
+    guest.goto(page.input_value("[data-testid=invite-link]"))
+    guest.click("[data-testid=join-seat]")
+    expect(page.locator("[data-testid=pass]")).to_be_visible()
+    seen = version(page)
+    page.click("[data-testid=pass]")
+    wait_version_above(guest, seen)
+    expect(guest.locator("[data-testid=moves]")).to_contain_text("pass")
