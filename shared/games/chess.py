@@ -293,6 +293,70 @@ def count_legal_moves(board: chess.Board) -> int:
     return n
 
 
+#: Where a pawn of each colour stands one step before promoting (indexed by board.turn).
+_PROMOTING_FROM = (chess.BB_RANK_2, chess.BB_RANK_7)
+
+
+def gives_check(board: chess.Board, move: chess.Move) -> bool:
+    """``board.gives_check(move)`` for a legal move, without pushing it.
+
+    python-chess pushes and pops the move on the board; ordering asks this of every move
+    of every interior node, so the common cases are answered from attack tables: the
+    moved (or promoted) piece attacks the enemy king from its target square, or a slider
+    of ours is uncovered by the vacated square. Castling and en passant, which move a
+    second piece, go to python-chess.
+    """
+    frm, to = move.from_square, move.to_square
+    us = board.turn
+    pt = board.piece_type_at(frm)
+    if pt is None:
+        return board.gives_check(move)
+    if pt == chess.KING:
+        if to - frm == 2 or frm - to == 2:
+            return board.gives_check(move)
+    elif pt == chess.PAWN and to == board.ep_square:
+        return board.gives_check(move)
+    king_bb = board.kings & board.occupied_co[not us]
+    if not king_bb:
+        return False
+    king = king_bb.bit_length() - 1
+    to_bb = _SQUARES[to]
+    occ = (board.occupied & ~_SQUARES[frm]) | to_bb
+    piece = move.promotion or pt
+    if piece == chess.PAWN:
+        if _PAWN_ATTACKS[us][to] & king_bb:
+            return True
+    elif piece == chess.KNIGHT:
+        if _KNIGHT[to] & king_bb:
+            return True
+    elif piece != chess.KING:
+        if piece != chess.ROOK and _DIAG_ATTACKS[to][_DIAG_MASKS[to] & occ] & king_bb:
+            return True
+        if (
+            piece != chess.BISHOP
+            and (
+                _FILE_ATTACKS[to][_FILE_MASKS[to] & occ] | _RANK_ATTACKS[to][_RANK_MASKS[to] & occ]
+            )
+            & king_bb
+        ):
+            return True
+    # Discovered checks: our other sliders that now see the king.
+    ours = board.occupied_co[us] & ~_SQUARES[frm] & ~to_bb
+    queens = board.queens
+    diag = (board.bishops | queens) & ours
+    if diag and _DIAG_ATTACKS[king][_DIAG_MASKS[king] & occ] & diag:
+        return True
+    straight = (board.rooks | queens) & ours
+    return bool(
+        straight
+        and (
+            _FILE_ATTACKS[king][_FILE_MASKS[king] & occ]
+            | _RANK_ATTACKS[king][_RANK_MASKS[king] & occ]
+        )
+        & straight
+    )
+
+
 class Chess(Game[ChessState, chess.Move]):
     name = "chess"
     title = "Chess"
@@ -482,12 +546,21 @@ class Chess(Game[ChessState, chess.Move]):
             capture=PIECE_VALUES[captured] if captured else 0,
             attacker=PIECE_VALUES[mover] if mover else 0,
             promotion=PROMOTION_RANKS.get(move.promotion, 0) if move.promotion else 0,
-            check=board.gives_check(move),
+            check=gives_check(board, move),
         )
 
     def noisy_moves(self, state: ChessState) -> list[chess.Move]:
+        """Captures (en passant included) and promotions, generated directly: filtering the
+        full legal list cost most of quiescence's move generation."""
+        if self._drawn_without_search(state):
+            return []
         board = state.board
-        return [m for m in self.legal_moves(state) if m.promotion or board.is_capture(m)]
+        moves = list(board.generate_legal_captures())
+        pushers = board.pawns & board.occupied_co[board.turn] & _PROMOTING_FROM[board.turn]
+        if pushers:
+            # Quiet promotions: captures that promote are already in the list above.
+            moves.extend(board.generate_legal_moves(pushers, ~board.occupied & _BB_ALL))
+        return moves
 
     def null_move(self, state: ChessState) -> ChessState | None:
         before = state.board

@@ -108,11 +108,14 @@ def choose_move(
             searcher.table.hit_rate() if searcher.table else 0.0,
         )  # fmt: skip
     move, raw, picked = last.move, last.score, False
+    if searcher.interrupted_best is not None and temperature == 0:
+        # The unfinished iteration already found a better move than the last finished one.
+        move, raw = searcher.interrupted_best, searcher.interrupted_score
     if temperature > 0 and len(last.root_scores) > 1:
         rng = random.Random((seed * 1_000_003) ^ game.hash_key(state))
         move, raw = _softmax_pick(last.root_scores, temperature * unit, unit, rng)
         picked = move != last.move
-    pv = [move] if picked else last.pv
+    pv = last.pv if move == last.move else [move]
     return SearchResult(
         move=move,
         move_text=game.format_move(state, move),

@@ -15,6 +15,7 @@ TECHNIQUES = (
     "null_move",
     "extensions",
     "lmr",
+    "futility",
 )
 
 
@@ -33,6 +34,10 @@ class SearchOptions:
     extensions: bool = True
     #: Late move reductions (quiet moves late in the order searched a ply shallower first).
     lmr: bool = True
+    #: Futility pruning near the horizon, where the evaluation gives margins: a node whose
+    #: static value beats beta by the margin returns it (reverse futility), and one whose
+    #: static value plus the margin cannot reach alpha skips its quiet moves.
+    futility: bool = True
     #: log2 of the number of transposition-table slots.
     tt_size_log2: int = 18
     #: Search every root move with a full window, so each gets an exact score (used by the

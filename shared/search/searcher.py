@@ -122,6 +122,9 @@ class Searcher:
         self.has_null = opts.null_move and cls.null_move is not Game.null_move
         self.extend = opts.extensions
         self.lmr = opts.lmr and opts.ordering
+        self.futility_margins = (
+            self.evaluation.futility_margins if opts.futility and opts.ordering else ()
+        )
         size = opts.tt_size_log2 if not game.small else min(opts.tt_size_log2, 16)
         self.table = TranspositionTable(size) if opts.tt else None
         self.orderer = MoveOrderer(game, opts, self.evaluation.move_prior)
@@ -144,6 +147,11 @@ class Searcher:
         self.plain_leaves = not self.check_outcome_at_leaf and not self.has_noisy
         self.max_extension_ply = MAX_PLY
         self.root_promoting: list[Any] = []
+        #: A root move that beat the previous best in the iteration that ran out of time
+        #: (None if none did): better than the last completed iteration's move; its score
+        #: at that depth (exact or a lower bound) in ``interrupted_score``.
+        self.interrupted_best: Any = None
+        self.interrupted_score = -INF
 
     # -- driver --------------------------------------------------------------------------
     def iterate(self, state: Any, limits: SearchLimits | None = None) -> Iterator[DepthResult]:
@@ -165,6 +173,8 @@ class Searcher:
         for depth in range(1, limits.max_depth() + 1):
             self.max_extension_ply = 2 * depth + 4
             horizon_before = self.horizon
+            self.interrupted_best = None
+            self.interrupted_score = -INF
             try:
                 # Centre the window on the last score of the same parity: many games'
                 # evaluations swing between odd and even depths (who moved last).
@@ -193,6 +203,7 @@ class Searcher:
                     score, best, scores = self._root(state, root_moves, depth, -INF, INF)
             except SearchAborted:
                 return
+            self.interrupted_best = None
             # Best move first, the rest by their (bound) scores: the next iteration's order.
             order = {m: i for i, (m, _) in enumerate(sorted(scores, key=lambda x: -x[1]))}
             if self.options.ordering:
@@ -245,6 +256,10 @@ class Searcher:
                     if alpha < score < beta:
                         score = -self._search(child, new_depth, -beta, -alpha, 1, True)
                 scores.append((move, score))
+                if i and score > alpha and score > self.interrupted_score and not all_scores:
+                    # Searched with a full window past the first move: a better move at this
+                    # depth, worth playing if time runs out before the iteration completes.
+                    self.interrupted_best, self.interrupted_score = move, score
                 if score > best_score:
                     best_score, best_move = score, move
                     if score > alpha and not all_scores:
@@ -353,15 +368,38 @@ class Searcher:
                     self.horizon += 1
                     return beta if score >= DECISIVE else score
 
+        # Futility: near the horizon, a static value far above beta is taken as a fail high
+        # (reverse futility, null-window nodes only), and one far below alpha lets the quiet
+        # moves be skipped (they are unlikely to gain the margin back).
+        futile = False
+        margins = self.futility_margins
+        if depth < len(margins) and not in_check and alpha > -DECISIVE and beta < DECISIVE:
+            static = self._static(state)
+            margin = margins[depth]
+            if beta - alpha == 1 and static - margin >= beta:
+                self.horizon += 1
+                return static - margin
+            if static + margin <= alpha:
+                futile = True
+
         orderer = self.orderer
-        orderer.promoting = []
-        moves = orderer.order(state, moves, tt_move, ply, side)
-        promoting = orderer.promoting
+        # The TT move goes first without ordering the rest: at most nodes that have one it
+        # cuts, and ordering (move facts for every move) is then saved.
+        rest: list[Any] | None = None
+        if tt_move is not None and self.options.ordering and len(moves) > 1 and tt_move in moves:
+            rest = moves
+            moves = [tt_move]
+            facts = game.move_facts(state, tt_move) if orderer.use_facts else None
+            promoting = [tt_move] if facts is not None and facts.promotion else []
+        else:
+            orderer.promoting = []
+            moves = orderer.order(state, moves, tt_move, ply, side)
+            promoting = orderer.promoting
         original_alpha = alpha
         best_score = -INF
         best_move = moves[0]
         pvs = self.options.pvs
-        may_extend = self.extend and ply <= self.max_extension_ply and (self.has_check or promoting)
+        may_extend = self.extend and ply <= self.max_extension_ply
         # Children at the horizon are evaluated inline (no call frame per leaf) when a leaf
         # is a bare static evaluation.
         inline_leaves = depth == 1 and self.plain_leaves and not self.track_repetitions
@@ -372,10 +410,32 @@ class Searcher:
             # Late move reductions: far from the horizon and not in check, quiet moves late
             # in the order (not TT move, capture, promotion, killer) are searched one ply
             # shallower first, and again at full depth only if they beat alpha.
-            quiet_moves = orderer.quiet_moves if self.lmr and depth >= 3 and not in_check else None
+            reducible = self.lmr and depth >= 3 and not in_check
+            quiet = None if rest is not None else orderer.quiet_moves
+            quiet_moves = quiet if reducible else None
+            prunable = quiet if futile else None
             index = 0
-            for move in moves:
+            while True:
+                if index == len(moves):
+                    if rest is None:
+                        break
+                    # The TT move did not cut: order the others now.
+                    rest.remove(tt_move)
+                    orderer.promoting = []
+                    moves.extend(orderer.order(state, rest, None, ply, side))
+                    rest = None
+                    promoting = promoting + orderer.promoting
+                    quiet = orderer.quiet_moves
+                    quiet_moves = quiet if reducible else None
+                    prunable = quiet if futile else None
+                    continue
+                move = moves[index]
                 index += 1
+                if prunable is not None and index > 1 and move in prunable and move != tt_move:
+                    self.horizon += 1
+                    if static + margin > best_score:
+                        best_score = static + margin  # what a quiet move could still reach
+                    continue
                 child = game.apply(state, move)
                 new_depth = depth - 1
                 extension = 0
@@ -389,7 +449,10 @@ class Searcher:
                     and move in quiet_moves
                     and move != tt_move
                 ):
-                    score = -self._search(child, new_depth - 1, -alpha - 1, -alpha, ply + 1, True)
+                    reduction = 2 if index > 10 and depth >= 5 else 1
+                    score = -self._search(
+                        child, new_depth - reduction, -alpha - 1, -alpha, ply + 1, True
+                    )
                     if score <= alpha:
                         if score > best_score:
                             best_score = score

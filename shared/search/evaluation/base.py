@@ -50,6 +50,11 @@ class Evaluation:
     #: keyed by the move itself; e.g. Othello's corners first and X-squares last.
     move_prior: dict[Any, int] | None = None
 
+    #: Futility margins by remaining depth (index 0 unused); empty switches futility
+    #: pruning off. A position this far from the window at that depth is treated as lost
+    #: or won for the side to move without searching its quiet moves.
+    futility_margins: tuple[int, ...] = ()
+
     def order_noisy(self, state: Any, moves: list[Any]) -> tuple[list[Any], dict[Any, int]] | None:
         """Optionally, a cheaper quiescence ordering than ``game.move_facts``: the noisy moves
         most-valuable-victim first and each move's material gain (in ``MoveFacts.capture``

@@ -100,6 +100,16 @@ _KING_END = _table("""
  -40 -28 -24 -20 -20 -24 -28 -40
 """)
 _PST = (None, _PAWN, _KNIGHT, _BISHOP, _ROOK, _QUEEN)
+#: Material plus table by piece type and square, one per colour (Black's mirrored), so a
+#: piece costs one lookup at every leaf.
+_WHITE_VALUE = tuple(
+    tuple(VALUES[pt] + table[sq] for sq in range(64)) if table else ()
+    for pt, table in enumerate(_PST)
+)
+_BLACK_VALUE = tuple(
+    tuple(VALUES[pt] + table[sq ^ 56] for sq in range(64)) if table else ()
+    for pt, table in enumerate(_PST)
+)
 
 ROOK_OPEN_FILE = 22
 ROOK_HALF_OPEN_FILE = 10
@@ -181,30 +191,43 @@ class ChessEvaluation(Evaluation):
     checks_outcome_at_leaf = False  # python-chess outcome() is costly; quiescence sees mates
     repetitions = True
     capture_scale = 1  # MoveFacts.capture is in centipawns too
+    futility_margins = (0, 125, 250, 400)
 
     def __init__(self, game: Any) -> None:
         super().__init__(game)
         self._pawn_cache: dict[tuple[int, int], int] = {}
 
     def order_noisy(self, state: Any, moves: list[Any]) -> tuple[list[Any], dict[Any, int]] | None:
-        """MVV-LVA without ``gives_check`` (which quiescence ordering does not need)."""
+        """MVV-LVA without ``gives_check`` (which quiescence ordering does not need).
+
+        Captures that lose material at first sight are dropped: a piece taking a cheaper
+        one on a square the opponent defends (a crude static exchange test; the side to
+        move may still stand pat, so quiescence only loses the rare winning exchange)."""
         board: chess.Board = state.board
         piece_at = board.piece_type_at
         ep = board.ep_square
+        them = not board.turn
+        defended = board.attackers_mask
+        occupied = board.occupied
         gains: dict[Any, int] = {}
         keys: dict[Any, int] = {}
+        kept = []
         for move in moves:
-            victim = piece_at(move.to_square)
-            if victim is None and move.to_square == ep:
+            to = move.to_square
+            victim = piece_at(to)
+            if victim is None and to == ep:
                 victim = chess.PAWN
             gain = VALUES[victim] if victim else 0
             attacker = piece_at(move.from_square) or 0
             if move.promotion:
                 gain += 1_000_000
+            elif VALUES[attacker] > gain and defended(them, to, occupied):
+                continue
             gains[move] = gain
             keys[move] = gain * 1024 - VALUES[attacker]
-        moves.sort(key=keys.__getitem__, reverse=True)
-        return moves, gains
+            kept.append(move)
+        kept.sort(key=keys.__getitem__, reverse=True)
+        return kept, gains
 
     def null_move_ok(self, state: Any) -> bool:
         """Off in low-material endings, where zugzwang makes passing look too good."""
@@ -226,13 +249,18 @@ class ChessEvaluation(Evaluation):
         phase = min(non_pawn, _PHASE_FULL)
         score = 0
         for pt, mask in ((1, pawns), (2, knights), (3, bishops), (4, rooks), (5, queens)):
-            value = VALUES[pt]
-            table = _PST[pt]
-            assert table is not None
-            for sq in _scan(mask & white_bb):
-                score += value + table[sq]
-            for sq in _scan(mask & black_bb):
-                score -= value + table[sq ^ 56]
+            table = _WHITE_VALUE[pt]
+            bb = mask & white_bb
+            while bb:
+                low = bb & -bb
+                score += table[low.bit_length() - 1]
+                bb ^= low
+            table = _BLACK_VALUE[pt]
+            bb = mask & black_bb
+            while bb:
+                low = bb & -bb
+                score -= table[low.bit_length() - 1]
+                bb ^= low
         # Kings: sheltered in the middlegame, active in the endgame, blended by phase.
         wk = board.king(chess.WHITE)
         bk = board.king(chess.BLACK)
@@ -244,7 +272,11 @@ class ChessEvaluation(Evaluation):
             score += (middle * phase + end * (_PHASE_FULL - phase)) // _PHASE_FULL
         # Rooks: open and half-open files, the seventh rank.
         white_pawns, black_pawns = pawns & white_bb, pawns & black_bb
-        for sq in _scan(rooks):
+        bb = rooks
+        while bb:
+            low = bb & -bb
+            bb ^= low
+            sq = low.bit_length() - 1
             file_mask = _FILES[sq & 7]
             white_piece = bool(white_bb >> sq & 1)
             own_p, opp_p = (white_pawns, black_pawns) if white_piece else (black_pawns, white_pawns)

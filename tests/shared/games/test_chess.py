@@ -311,3 +311,27 @@ def test_stale_castling_and_en_passant_fields_are_dropped() -> None:
     state = state_of(text)
     assert GAME.format_position(state) == "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN1 w Qkq - 0 1"
     assert GAME.hash_key(state) == chess.polyglot.zobrist_hash(state.board)
+
+
+def test_gives_check_and_noisy_moves_match_python_chess_on_random_games() -> None:
+    """The table-driven check test and the direct capture generator against python-chess,
+    on every legal move along seeded random games (checks, promotions, en passant)."""
+    from kibitz.shared.games.chess import gives_check
+
+    rng = random.Random(7)
+    checked = 0
+    for fen in (KIWIPETE, POSITION_4, POSITION_5, chess.STARTING_FEN):
+        for _ in range(6):
+            state = state_of(fen)
+            for _ply in range(60):
+                moves = GAME.legal_moves(state)
+                if not moves:
+                    break
+                board = state.board
+                for move in moves:
+                    assert gives_check(board, move) == board.gives_check(move), (board.fen(), move)
+                    checked += 1
+                expected = {m for m in moves if board.is_capture(m) or m.promotion}
+                assert set(GAME.noisy_moves(state)) == expected, board.fen()
+                state = GAME.apply(state, rng.choice(moves))
+    assert checked > 10_000

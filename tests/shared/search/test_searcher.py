@@ -23,7 +23,7 @@ from kibitz.shared.search.scores import INF
 
 #: Alpha-beta refinements that must not change a fixed-depth minimax value.
 EXACT_REFINEMENTS = SearchOptions(
-    tt=False, quiescence=False, null_move=False, extensions=False, lmr=False
+    tt=False, quiescence=False, null_move=False, extensions=False, lmr=False, futility=False
 )
 
 
@@ -53,6 +53,7 @@ def _minimax(game: Game[Any, Any], state: Any, depth: int, ply: int) -> int:
         ("oware", ["C", "d", "F"], 4),
         ("draughts", ["32-28", "19-23", "28x19", "14x23"], 3),
         ("tictactoe", ["5"], 4),
+        ("chess", ["e2e4", "d7d5", "e4d5", "d8d5", "b1c3"], 2),
     ],
 )
 def test_alpha_beta_agrees_with_plain_minimax(name: str, moves: list[str], depth: int) -> None:
@@ -170,3 +171,28 @@ def test_finished_game_raises() -> None:
     over = ttt.parse_position("xxxoo....:o")
     with pytest.raises(ValueError, match="game over"):
         choose_move(ttt, over, 8)
+
+
+def test_futility_pruning_saves_chess_nodes() -> None:
+    chess = find_game("chess")
+    state = chess.parse_position(
+        "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 0 9"
+    )
+    limits = SearchLimits(depth=4)
+    pruned = list(Searcher(chess).iterate(state, limits))[-1]
+    full = list(Searcher(chess, SearchOptions().without("futility")).iterate(state, limits))[-1]
+    assert pruned.depth == full.depth == 4
+    assert pruned.nodes < full.nodes
+
+
+def test_an_interrupted_iteration_still_plays_the_better_move_it_found() -> None:
+    """Without quiescence, depth 1 grabs the defended pawn (Qxd5); depth 2 sees exd5. A
+    node budget that ends depth 2 after its second root move plays that move, not Qxd5."""
+    chess = find_game("chess")
+    state = chess.parse_position("4k3/8/4p3/3p4/8/8/8/3QK3 w - - 0 1")
+    options = SearchOptions().without("quiescence")
+    early = choose_move(chess, state, 8, Budget(nodes=30), options=options)
+    assert (early.depth, early.move_text) == (1, "d1d5")  # depth 2 found nothing better yet
+    later = choose_move(chess, state, 8, Budget(nodes=60), options=options)
+    assert later.depth == 1 and later.move_text != "d1d5"
+    assert later.score < early.score  # the score of the move played, at depth 2
