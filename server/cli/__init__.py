@@ -19,15 +19,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kibitz", description="kibitz: a multiplayer board-game server with AI bots."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    register_modules(subparsers, __name__, COMMANDS)
+    return parser
+
+
+def register_modules(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    package: str,
+    names: Sequence[str],
+) -> None:
+    """Let each module ``package.<name>`` add its subcommand; absent modules are skipped."""
+    for name in names:
         try:
-            module = importlib.import_module(f"{__name__}.{name}")
+            module = importlib.import_module(f"{package}.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # command not built yet
+            if exc.name == f"{package}.{name}":
+                continue
             raise
         module.register(subparsers)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,8 @@ yet are skipped.
 from __future__ import annotations
 
 import argparse
-import importlib
+
+from kibitz.server.cli import register_modules
 
 BENCHMARKS = ("perft", "search", "load")
 _PACKAGE = "kibitz.benchmarks"
@@ -17,11 +18,4 @@ _PACKAGE = "kibitz.benchmarks"
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("bench", help="benchmarks against peers (perft, search, load)")
     benches = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    for name in BENCHMARKS:
-        try:
-            module = importlib.import_module(f"{_PACKAGE}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{_PACKAGE}.{name}":
-                continue  # benchmark not written yet
-            raise
-        module.register(benches)
+    register_modules(benches, _PACKAGE, BENCHMARKS)

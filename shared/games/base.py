@@ -238,6 +238,24 @@ class Game(Generic[State, Move]):
             raise GameOverError(f"the game is over; {text!r} cannot be played")
         return self.apply(state, self.parse_move(state, text))
 
+    def play_line(self, state: State, position_text: str, moves: str) -> State:
+        """Apply the moves a position text lists after ``moves`` (its repetition history).
+
+        Errors are InvalidPositionError naming the whole position text.
+        """
+        if not moves.strip():
+            raise InvalidPositionError(
+                f"bad {self.name} position {position_text!r}: no moves after 'moves'"
+            )
+        for text in moves.split():
+            try:
+                state = self.play(state, text)
+            except GameError as exc:
+                raise InvalidPositionError(
+                    f"bad {self.name} position {position_text!r}: {exc}"
+                ) from None
+        return state
+
     def legal_move_texts(self, state: State) -> list[str]:
         return [self.format_move(state, m) for m in self.legal_moves(state)]
 

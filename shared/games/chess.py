@@ -394,13 +394,7 @@ class Chess(Game[ChessState, chess.Move]):
             raise InvalidPositionError(f"impossible chess position {text!r}: {problems}")
         state = self._from_board(board)
         if sep:
-            if not moves.strip():
-                raise InvalidPositionError(f"bad chess position {text!r}: no moves after 'moves'")
-            for uci in moves.split():
-                try:
-                    state = self.play(state, uci)
-                except (InvalidMoveError, IllegalMoveError) as exc:
-                    raise InvalidPositionError(f"bad chess position {text!r}: {exc}") from None
+            state = self.play_line(state, text, moves)
         return state
 
     def format_position(self, state: ChessState) -> str:

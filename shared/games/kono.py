@@ -106,13 +106,7 @@ class Kono(Game[KonoState, Move]):
         to_move = 0 if parts[1] == "b" else 1
         state = KonoState(cells, to_move, ply, _key(cells, to_move), None, (), ())
         if sep:
-            if not moves.strip():
-                raise InvalidPositionError(f"bad kono position {text!r}: no moves after 'moves'")
-            for move_text in moves.split():
-                try:
-                    state = self.play(state, move_text)
-                except (InvalidMoveError, IllegalMoveError) as exc:
-                    raise InvalidPositionError(f"bad kono position {text!r}: {exc}") from None
+            state = self.play_line(state, text, moves)
         return state
 
     def format_position(self, state: KonoState) -> str:

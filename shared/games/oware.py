@@ -147,13 +147,7 @@ class Oware(Game[OwareState, Move]):
         to_move = 0 if parts[3] == "S" else 1
         state = OwareState(pits, stores, to_move, _key(pits, stores, to_move), None, (), ())
         if sep:
-            if not moves.strip():
-                raise InvalidPositionError(f"bad oware position {text!r}: no moves after 'moves'")
-            for move_text in moves.split():
-                try:
-                    state = self.play(state, move_text)
-                except (InvalidMoveError, IllegalMoveError) as exc:
-                    raise InvalidPositionError(f"bad oware position {text!r}: {exc}") from None
+            state = self.play_line(state, text, moves)
         return state
 
     def format_position(self, state: OwareState) -> str:
