@@ -21,6 +21,7 @@ import traceback
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -75,7 +76,7 @@ class Worker:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         self._ensure_group()
-        log.info("worker %s ready on %s", self.name, self.config.redis_url)
+        log.info("worker %s ready on %s", self.name, without_password(self.config.redis_url))
         while not self.stopping:
             if self.config.max_jobs is not None and self.done >= self.config.max_jobs:
                 break
@@ -239,6 +240,16 @@ def compute(job: Job, worker: str, progress: ProgressPublisher | None = None) ->
         time_ms=int((time.monotonic() - started) * 1000),
         worker=worker,
     )
+
+
+def without_password(url: str) -> str:
+    """A Redis URL fit for logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def run_worker(config: WorkerConfig) -> int:
