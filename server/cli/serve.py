@@ -75,8 +75,13 @@ def run(args: argparse.Namespace) -> int:
             embedded.stop()
 
 
-def worker_command(redis_url: str) -> list[str]:
-    return [sys.executable, "-m", "kibitz.server.cli", "worker", "--redis", redis_url]
+def start_worker(redis_url: str) -> subprocess.Popen[bytes]:
+    """A local worker process. The URL (it may hold a password) goes through the
+    environment, which other users cannot read, not the command line, which ps shows."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "worker"],
+        env={**os.environ, "KIBITZ_REDIS_URL": redis_url},
+    )
 
 
 async def _serve(host: str, port: int, redis_url: str, n_workers: int) -> int:
@@ -94,7 +99,7 @@ async def _serve(host: str, port: int, redis_url: str, n_workers: int) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    workers = [subprocess.Popen(worker_command(redis_url)) for _ in range(n_workers)]
+    workers = [start_worker(redis_url) for _ in range(n_workers)]
     supervisor = asyncio.create_task(_supervise(workers, redis_url))
     try:
         await stop.wait()
@@ -132,5 +137,5 @@ async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> 
                 log.warning("worker %d exited with %s", proc.pid, proc.returncode)
                 due[i] = loop.time() + delays[i]
             elif loop.time() >= due[i]:
-                workers[i] = subprocess.Popen(worker_command(redis_url))
+                workers[i] = start_worker(redis_url)
                 delays[i], due[i] = min(60.0, delays[i] * 2), 0.0
