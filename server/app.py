@@ -124,7 +124,7 @@ def create_app(redis_url: str, node: str | None = None) -> web.Application:
         await store.heartbeat()
         await store.ensure_groups()
         service = RoomService(store)
-        hub = Hub(pubsub_redis, store)
+        hub = Hub(pubsub_redis, service)
         await hub.start()
         m = app[METRICS_KEY]
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)

@@ -129,12 +129,6 @@ class EmbeddedRedis:
             self.process.stderr.close()
         self.process = None
 
-    def kill(self) -> None:
-        """Stop at once, as a crash would (for fault tests)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
     def _stop_stale(self) -> None:
         """A server left running on this directory by a crashed kibitz would share the AOF."""
         pid_file = self.data_dir / "redis.pid"

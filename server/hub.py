@@ -17,8 +17,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, web
 
-from kibitz.server.room import replay, snapshot
-from kibitz.server.store import PREFIX, RoomStore
+from kibitz.server.service import RoomService
+from kibitz.server.store import PREFIX
 from kibitz.shared.protocol import Codec, encode
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,10 @@ class Connection:
 class Hub:
     """Follows all room channels on one pub/sub connection and fans out locally."""
 
-    def __init__(self, redis: aioredis.Redis, store: RoomStore) -> None:
-        self.redis = redis
-        self.store = store
+    def __init__(self, redis: aioredis.Redis, service: RoomService) -> None:
+        self.redis = redis  # its own client: the listener waits on it indefinitely
+        self.service = service
+        self.store = service.store
         self.followers: dict[str, set[Connection]] = {}
         self.connections: set[Connection] = set()
         self._task: asyncio.Task[None] | None = None
@@ -193,9 +194,6 @@ class Hub:
             if not followers:
                 del self.followers[room_id]
 
-    def local_followers(self) -> int:
-        return sum(len(v) for v in self.followers.values())
-
     async def _listen(self) -> None:
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
@@ -224,7 +222,7 @@ class Hub:
             room = await self.store.load(room_id)
             if room is None or not followers:
                 continue
-            snap = snapshot(room, replay(room), await self.store.presence(room_id))
+            snap = await self.service.snapshot(room)
             snap["event"] = {"kind": "resync"}
             for conn in list(followers):
                 conn.send_state(room_id, snap)

@@ -179,16 +179,6 @@ class RoomService:
             return False
         return True
 
-    async def requeue_ai(self, room_id: str) -> bool:
-        """Enqueue the AI job a room needs, again (after a job was lost or failed)."""
-        room = await self.get(room_id)
-        state = self.state_of(room)
-        job = rooms.ai_job(room, state, self._budget(room, state))
-        if job is None:
-            return False
-        await self.store.enqueue(job)
-        return True
-
     # -- the commit loop ---------------------------------------------------------------
     async def _update(self, room_id: str, decide: Callable[[Room], Decision]) -> Room:
         for _ in range(RETRIES):

@@ -164,9 +164,6 @@ class RoomStore:
         if not ok:
             raise StaleVersion(int(current))
 
-    async def enqueue(self, job: Job) -> None:
-        await self.redis.xadd(JOBS, job.to_fields())
-
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
         """The events after ``version``, oldest first, each with its version and time."""
         # Entry ids are "<version>-1", so the range starts right after ``version``.
