@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,23 +143,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
-    import subprocess
-
+    from kibitz.server.cli.serve import spawn_server
     from kibitz.server.embedded_redis import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kibitz.server.cli", "serve", "--port", "0",
-             "--redis", redis.url, "--workers", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env={**os.environ, "KIBITZ_LOG": "WARNING"},
-        )  # fmt: skip
+        proc, url, _ = spawn_server(["--port", "0", "--redis", redis.url, "--workers", "0"])
+        threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
         try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            url = line.strip().rsplit(" ", 1)[-1]
-            if not url.startswith("http"):
-                raise RuntimeError(f"server did not start: {line!r}")
             return asyncio.run(drive(url, args))
         finally:
             proc.terminate()

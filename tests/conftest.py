@@ -3,21 +3,16 @@ on loopback with real worker processes."""
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from kibitz.server.cli.serve import spawn_server
 from kibitz.server.embedded_redis import EmbeddedRedis
-
-LISTENING = re.compile(r"kibitz listening on (http://\S+)")
 
 
 @pytest.fixture(scope="session")
@@ -53,28 +48,10 @@ def start_server(
     redis_url: str, workers: int = 0, extra_env: dict[str, str] | None = None
 ) -> ServerProcess:
     """Run ``kibitz serve`` on a free loopback port and wait until it listens."""
-    env = {**os.environ, "KIBITZ_LOG": "WARNING", **(extra_env or {})}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kibitz.server.cli", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--redis", redis_url, "--workers", str(workers)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    log: list[str] = []
-    deadline = time.monotonic() + 30
-    url = None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        log.append(line)
-        match = LISTENING.search(line)
-        if match:
-            url = match.group(1)
-            break
-    if url is None:
-        process.kill()
-        raise RuntimeError("kibitz serve did not start:\n" + "".join(log))
+    process, url, log = spawn_server(
+        ["--host", "127.0.0.1", "--port", "0", "--redis", redis_url, "--workers", str(workers)],
+        extra_env,
+    )
     server = ServerProcess(process, url, log)
     # Keep draining its output so the pipe never fills up.
     threading.Thread(

@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from aiohttp import web
@@ -139,3 +141,35 @@ async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> 
             elif loop.time() >= due[i]:
                 workers[i] = start_worker(redis_url)
                 delays[i], due[i] = min(60.0, delays[i] * 2), 0.0
+
+
+LISTENING = re.compile(r"kibitz listening on (http://\S+)")
+
+
+def spawn_server(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 30.0
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start ``kibitz serve ARGS`` as a child process; (process, its URL, output so far).
+
+    For tests and benchmarks: it waits for the "listening" line, and the caller keeps
+    reading (or discarding) the process's output.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "serve", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "KIBITZ_LOG": "WARNING", **(env or {})},
+    )  # fmt: skip
+    assert process.stdout is not None
+    output: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+        match = LISTENING.search(line)
+        if match:
+            return process, match.group(1), output
+    process.kill()
+    process.wait()
+    raise RuntimeError("kibitz serve did not start:\n" + "".join(output))

@@ -6,29 +6,24 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.request
 
 import pytest
 
 from kibitz.client.connection import KibitzClient
-from tests.conftest import LISTENING
+from kibitz.server.cli.serve import spawn_server
 
 pytestmark = pytest.mark.asyncio
 
 
 def serve_embedded(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "KIBITZ_DATA_DIR": data_dir, "KIBITZ_LOG": "WARNING"}
-    env.pop("KIBITZ_REDIS_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kibitz.server.cli", "serve", "--port", "0", "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        match = LISTENING.search(line)
-        if match:
-            return proc, match.group(1)
-    raise RuntimeError(f"serve exited with {proc.wait()}")
+    # An empty KIBITZ_REDIS_URL means "no shared Redis": the embedded default.
+    process, url, _ = spawn_server(
+        ["--port", "0", "--workers", "1"], {"KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": data_dir}
+    )
+    threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
+    return process, url
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -49,6 +44,7 @@ async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path
         status_out = subprocess.run(
             [sys.executable, "-m", "kibitz.server.cli", "status", url],
             capture_output=True, text=True, check=True,
+            env={**os.environ, "KIBITZ_REDIS_URL": ""},
         )  # fmt: skip
         status = json.loads(status_out.stdout)
         assert len(status["workers"]) == 1 and status["live_rooms"] >= 1
