@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from kibitz.client.connection import KibitzClient, newer_than
+from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +46,12 @@ class LoadStats:
     games: int = 0
     moves: int = 0
     errors: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
+
+    def count_error(self, exc: BaseException) -> None:
+        kind = exc.code if isinstance(exc, ServerError) else type(exc).__name__
+        self.errors += 1
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
 
     def summary(self, seconds: float) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
@@ -57,6 +63,7 @@ class LoadStats:
             "games": self.games,
             "moves": self.moves,
             "errors": self.errors,
+            "error_kinds": self.error_kinds,
             "seconds": round(seconds, 2),
             "moves_per_s": round(self.moves / seconds, 1) if seconds else 0.0,
             "latency_ms": {
@@ -70,8 +77,10 @@ class LoadStats:
 
 
 async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: LoadStats) -> None:
-    a = await KibitzClient.open(url, codec=codec)  # type: ignore[arg-type]
-    b = await KibitzClient.open(url, codec=codec)  # type: ignore[arg-type]
+    # A browser waits minutes for a handshake; websockets' 10 s default would count a
+    # node that is slow under a herd of simultaneous connections as failing.
+    a = await KibitzClient.open(url, codec=codec, open_timeout=60)  # type: ignore[arg-type]
+    b = await KibitzClient.open(url, codec=codec, open_timeout=60)  # type: ignore[arg-type]
     try:
         room = (await a.create(game, seat=0))["room"]
         await b.join(room)
@@ -108,8 +117,8 @@ async def drive(url: str, args: argparse.Namespace) -> dict[str, Any]:
                     play_one(url, args.game, args.codec, random.Random(rng.random()), stats),
                     timeout=max(1.0, deadline - time.monotonic()),
                 )
-            except (TimeoutError, ConnectionError, OSError):
-                stats.errors += 1
+            except (TimeoutError, ConnectionError, OSError, ServerError) as exc:
+                stats.count_error(exc)  # counted, and the bench goes on
 
     await asyncio.gather(*(lane() for _ in range(max(1, args.concurrency))))
     out = stats.summary(time.perf_counter() - started)
@@ -147,7 +156,12 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
     from kibitz.server.embedded_redis import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
-        proc, url, _ = spawn_server(["--port", "0", "--redis", redis.url, "--workers", "0"])
+        # All the bench's clients share one loopback address: lift the per-address limits.
+        unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
+                     "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
+        proc, url, _ = spawn_server(
+            ["--port", "0", "--redis", redis.url, "--workers", "0", *unlimited]
+        )
         threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
         try:
             return asyncio.run(drive(url, args))

@@ -2,6 +2,12 @@
 
 It speaks the messages of :mod:`kibitz.shared.protocol` over the ``websockets`` library,
 JSON or msgpack, and keeps the latest ``state`` of each room it follows.
+
+A client opened with ``heal=True`` also survives the loss of its server: WebSocket pings
+find a dead or frozen socket within ``ping_interval + ping_timeout`` seconds; it then
+reconnects (trying each of its URLs in turn, with backoff) and resumes every room it
+follows, with its token and the last version it saw. Requests that get a transient error
+(``server/unavailable``, ``room/busy``, ``server/busy``) are retried with backoff.
 """
 
 from __future__ import annotations
@@ -9,13 +15,31 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 import websockets
 
 from kibitz.shared.protocol import Codec
+
+# Errors after which the same request may simply be sent again: nothing was changed.
+TRANSIENT_ERRORS = frozenset({"server/unavailable", "room/busy", "server/busy"})
+
+# Requests that do no harm when they arrive twice, so they are resent when the connection
+# is replaced before their reply came. A move or resign with a ``version`` is refused
+# (room/stale) if the first copy landed; ``create`` and ``join`` are not resent.
+IDEMPOTENT_TYPES = frozenset({"ping", "watch", "resume", "leave"})
+
+# Keepalive of a healing client: a frozen server or a dead network path is found within
+# PING_INTERVAL_S + PING_TIMEOUT_S. Clients that do not heal keep websockets' own default
+# (PLAIN_PING_S for both), so a slow server does not cost them their socket.
+PING_INTERVAL_S = 5.0
+PING_TIMEOUT_S = 5.0
+PLAIN_PING_S = 20.0
+CONNECT_TIMEOUT_S = 5.0
 
 
 class ServerError(Exception):
@@ -25,6 +49,28 @@ class ServerError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+    @property
+    def transient(self) -> bool:
+        return self.code in TRANSIENT_ERRORS
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Bounded exponential backoff with jitter: ``attempts`` delays from ``first_s``,
+    doubling up to ``max_s``, each drawn from the upper half of its step."""
+
+    attempts: int = 8
+    first_s: float = 0.25
+    max_s: float = 5.0
+
+    def delays(self) -> Iterator[float]:
+        for n in range(self.attempts):
+            step = min(self.max_s, self.first_s * 2**n)
+            yield step / 2 + random.random() * step / 2
+
+
+DEFAULT_BACKOFF = Backoff()
 
 
 def ws_url(base: str, codec: Codec = "json") -> str:
@@ -42,29 +88,93 @@ def newer_than(version: int) -> Callable[[dict[str, Any]], bool]:
     return lambda state: int(state["version"]) > version
 
 
-class KibitzClient:
-    """One WebSocket connection. Use ``async with KibitzClient.connect(url) as c``."""
+def is_idempotent(message: dict[str, Any]) -> bool:
+    """Whether ``message`` may be sent again when its first copy's fate is unknown."""
+    if message["type"] in ("move", "resign"):
+        return message["type"] == "resign" or "version" in message
+    return message["type"] in IDEMPOTENT_TYPES
 
-    def __init__(self, ws: Any, codec: Codec) -> None:
-        self.ws = ws
+
+class KibitzClient:
+    """One logical connection. Use ``async with await KibitzClient.open(url) as c``.
+
+    With ``heal=True`` the socket under it may be replaced (see :meth:`reconnect`); the
+    inbox, the states and the tokens carry over. The inbox then also gets a
+    ``{"type": "reconnected", "node": ...}`` message after each reconnection.
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        codec: Codec = "json",
+        *,
+        heal: bool = False,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        socket_options: dict[str, Any] | None = None,
+    ) -> None:
+        if not urls:
+            raise ValueError("at least one server URL is needed")
+        self.urls = list(urls)
         self.codec = codec
+        self.heal = heal
+        self.backoff = backoff
+        self.connect_timeout = connect_timeout
+        self.socket_options = socket_options or {}
+        self.ws: Any = None
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.states: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, dict[str, Any]] = {}  # room -> the newest state received
         self.tokens: dict[str, tuple[int, str]] = {}  # room -> (seat, token)
+        self.following: set[str] = set()  # rooms to resume after a reconnection
         self.welcome: dict[str, Any] | None = None
+        self.reconnects = 0
+        self.retries = 0  # requests sent again after a transient error
+        self._url_index = 0
+        self._generation = 0  # one per socket; stale "closed" marks are ignored
         self._rids = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
+        self._reconnecting = asyncio.Lock()
 
     @classmethod
-    async def open(cls, url: str, codec: Codec = "json", **kwargs: Any) -> KibitzClient:
-        ws = await websockets.connect(ws_url(url, codec), max_size=2**22, **kwargs)
-        client = cls(ws, codec)
-        client._reader = asyncio.create_task(client._read())
-        client.welcome = await client.next_message(lambda m: m["type"] == "welcome")
+    async def open(
+        cls,
+        url: str | Sequence[str],
+        codec: Codec = "json",
+        *,
+        heal: bool = False,
+        ping_interval: float | None = None,
+        ping_timeout: float | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> KibitzClient:
+        """Connect to ``url`` (or the first of several that answers, when healing)."""
+        default_ping, default_timeout = (
+            (PING_INTERVAL_S, PING_TIMEOUT_S) if heal else (PLAIN_PING_S, PLAIN_PING_S)
+        )
+        options = {
+            "max_size": 2**22,
+            "ping_interval": default_ping if ping_interval is None else ping_interval,
+            "ping_timeout": default_timeout if ping_timeout is None else ping_timeout,
+            "close_timeout": 2.0,
+            **kwargs,
+        }
+        urls = [url] if isinstance(url, str) else list(url)
+        client = cls(
+            urls,
+            codec,
+            heal=heal,
+            backoff=backoff,
+            connect_timeout=connect_timeout,
+            socket_options=options,
+        )
+        await client._connect()
         return client
 
     async def close(self) -> None:
-        await self.ws.close()
+        self.heal = False  # a socket closed on purpose is not reopened
+        if self.ws is not None:
+            await self.ws.close()
         if self._reader:
             self._reader.cancel()
 
@@ -74,8 +184,95 @@ class KibitzClient:
     async def __aexit__(self, *_: object) -> None:
         await self.close()
 
+    # -- sockets ------------------------------------------------------------------------------
+    async def _connect(self) -> None:
+        """Open a socket and read its ``welcome``. A healing client tries its URLs in turn,
+        waiting between tries, until one answers or its backoff runs out."""
+        delays = self.backoff.delays() if self.heal else iter(())
+        while True:
+            url = self.urls[self._url_index % len(self.urls)]
+            try:
+                address = ws_url(url, self.codec)
+                options = {"open_timeout": self.connect_timeout, **self.socket_options}
+                ws = await websockets.connect(address, **options)
+                try:
+                    async with asyncio.timeout(self.connect_timeout):
+                        welcome = self._decode(await ws.recv())
+                except (TimeoutError, websockets.ConnectionClosed):
+                    await ws.close()
+                    # An OSError, so it is handled like a refused connection just below.
+                    raise ConnectionError(f"no welcome from {url}") from None
+            except (OSError, TimeoutError, websockets.InvalidHandshake):
+                # Refused, timed out (a frozen node), or 503 (a node without its Redis).
+                self._url_index += 1
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            self.ws = ws
+            self.welcome = welcome
+            self._generation += 1
+            self._reader = asyncio.create_task(self._read())
+            return
+
+    async def reconnect(self) -> None:
+        """Replace the socket: open a new one (any of the URLs, with backoff) and resume
+        every followed room, as its player when we hold its token, from the last version
+        seen (the server's reply, a ``resync`` state, lists the missed events)."""
+        generation = self._generation
+        async with self._reconnecting:
+            if self._generation != generation:
+                return  # another waiter reconnected while we waited for the lock
+            old = self.ws
+            if self._reader:
+                self._reader.cancel()
+            if old is not None:
+                old.transport.abort()  # no goodbye: the other end may be frozen
+            await self._connect()
+            self.reconnects += 1
+            try:
+                for room in sorted(self.following):
+                    await self._send_frame(self._resume_message(room))
+            except websockets.ConnectionClosed:
+                pass  # the new socket died already: its "closed" mark brings another round
+            self._deliver({"type": "reconnected", "node": (self.welcome or {}).get("node")})
+
+    async def resync(self, room: str) -> None:
+        """Ask again for ``room``'s state from the last version seen (repairs missed
+        updates; harmless when nothing was missed)."""
+        self.following.add(room)
+        await self.send(self._resume_message(room))
+
+    def _resume_message(self, room: str) -> dict[str, Any]:
+        """``resume`` with our token for the room (if we hold one) and the last version seen."""
+        message: dict[str, Any] = {"type": "resume", "room": room}
+        if room in self.tokens:
+            message["token"] = self.tokens[room][1]
+        if room in self.states:
+            message["since"] = int(self.states[room]["version"])
+        return message
+
+    def _decode(self, frame: str | bytes) -> dict[str, Any]:
+        if isinstance(frame, bytes):
+            message: dict[str, Any] = msgpack.unpackb(frame, raw=False)
+        else:
+            message = json.loads(frame)
+        return message
+
     # -- raw I/O ----------------------------------------------------------------------------
     async def send(self, message: dict[str, Any]) -> None:
+        """Send one message. A healing client whose socket is gone reconnects first (a
+        frame refused by a closed socket never left, so sending it again is safe)."""
+        try:
+            await self._send_frame(message)
+        except websockets.ConnectionClosed:
+            if not self.heal:
+                raise
+            await self.reconnect()
+            await self._send_frame(message)
+
+    async def _send_frame(self, message: dict[str, Any]) -> None:
         if self.codec == "msgpack":
             await self.ws.send(msgpack.packb(message, use_bin_type=True))
         else:
@@ -85,40 +282,101 @@ class KibitzClient:
         await self.ws.send(frame)
 
     async def _read(self) -> None:
+        """Read the current socket into the inbox until it closes (one task per socket)."""
+        generation = self._generation
         try:
             async for frame in self.ws:
-                if isinstance(frame, bytes):
-                    message = msgpack.unpackb(frame, raw=False)
-                else:
-                    message = json.loads(frame)
+                message = self._decode(frame)
                 if message.get("type") == "state":
-                    self.states[message["room"]] = message
-                await self.inbox.put(message)
+                    self._remember(message)
+                self._deliver(message)
         except websockets.ConnectionClosed:
             pass
         finally:
-            await self.inbox.put({"type": "closed"})
+            self._deliver({"type": "closed", "generation": generation})
+
+    def _deliver(self, message: dict[str, Any]) -> None:
+        self.inbox.put_nowait(message)
+
+    def _remember(self, state: dict[str, Any]) -> None:
+        """Keep the newest state of its room; a late older version is not kept."""
+        current = self.states.get(state["room"])
+        if current is None or int(state["version"]) >= int(current["version"]):
+            self.states[state["room"]] = state
 
     async def next_message(
         self, match: Callable[[dict[str, Any]], bool] | None = None, timeout: float = 30.0
     ) -> dict[str, Any]:
-        """The next incoming message that ``match`` accepts (others are dropped)."""
+        """The next incoming message that ``match`` accepts (others are dropped).
+
+        When the socket closes, a healing client reconnects and keeps waiting; any other
+        raises ``ConnectionError``.
+        """
         async with asyncio.timeout(timeout):
             while True:
                 message = await self.inbox.get()
                 if message["type"] == "closed":
-                    await self.inbox.put(message)
+                    if message.get("generation", self._generation) != self._generation:
+                        continue  # the end of a socket already replaced
+                    if self.heal:
+                        try:
+                            await self.reconnect()
+                        except BaseException:
+                            self.inbox.put_nowait(message)  # so the next wait tries again
+                            raise
+                        continue
+                    self.inbox.put_nowait(message)
                     raise ConnectionError("connection closed by the server")
                 if match is None or match(message):
                     return message
 
     async def request(self, message: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-        """Send with a fresh ``rid`` and return the reply carrying it (errors raise)."""
-        rid = next(self._rids)
+        """Send with a fresh ``rid`` and return the reply carrying it (errors raise).
+
+        ``watch`` and ``resume`` are answered by a ``state`` without ``rid``: for them the
+        reply is the room's newest state once the server has handled the request.
+
+        A healing client retries transient errors with backoff, and sends an idempotent
+        request again when the socket was replaced before its reply came.
+        """
+        delays = self.backoff.delays() if self.heal else iter(())
+        while True:
+            reply = await self._exchange(message, timeout)
+            if reply["type"] == "reconnected":
+                # The reply, if any, went down with the old socket.
+                if not is_idempotent(message):
+                    raise ConnectionError(
+                        f"connection lost before the reply to {message['type']!r}"
+                    )
+                continue
+            if reply["type"] != "error":
+                return reply
+            error = ServerError(reply["code"], reply["message"])
+            delay = next(delays, None) if error.transient else None
+            if delay is None:
+                raise error
+            self.retries += 1
+            await asyncio.sleep(delay)
+
+    async def _exchange(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send ``message`` once; its reply, or a ``reconnected`` note if the socket was
+        replaced first."""
+        rid = done = next(self._rids)
         await self.send({**message, "rid": rid})
-        reply = await self.next_message(lambda m: m.get("rid") == rid, timeout)
-        if reply["type"] == "error":
-            raise ServerError(reply["code"], reply["message"])
+        if message["type"] in ("watch", "resume"):
+            # The server handles one connection's messages in order: the pong to this ping
+            # comes after the state (or the error) that answers the request.
+            done = next(self._rids)
+            await self.send({"type": "ping", "rid": done})
+        generation = self._generation  # the socket that carried it (send may reconnect)
+
+        def answers(m: dict[str, Any]) -> bool:
+            replaced = m["type"] == "reconnected" and self._generation != generation
+            return m.get("rid") in (rid, done) or replaced
+
+        reply = await self.next_message(answers, timeout)
+        if reply.get("rid") == done != rid:
+            return self.states[message["room"]]
         return reply
 
     # -- protocol -----------------------------------------------------------------------------
@@ -139,6 +397,7 @@ class KibitzClient:
             message["name"] = name
         reply = await self.request(message)
         self.tokens[reply["room"]] = (reply["seat"], reply["token"])
+        self.following.add(reply["room"])
         return reply
 
     async def join(self, room: str, seat: int | None = None) -> dict[str, Any]:
@@ -147,11 +406,13 @@ class KibitzClient:
             message["seat"] = seat
         reply = await self.request(message)
         self.tokens[reply["room"]] = (reply["seat"], reply["token"])
+        self.following.add(reply["room"])
         return reply
 
     async def watch(self, room: str) -> dict[str, Any]:
-        await self.send({"type": "watch", "room": room})
-        return await self.wait_state(room, lambda s: True)
+        """Follow ``room`` as a spectator; its current state."""
+        self.following.add(room)
+        return await self.request({"type": "watch", "room": room})
 
     async def resume(self, room: str, token: str | None = None, since: int | None = None) -> None:
         message: dict[str, Any] = {"type": "resume", "room": room}
@@ -159,7 +420,12 @@ class KibitzClient:
             message["token"] = token
         if since is not None:
             message["since"] = since
+        self.following.add(room)
         await self.send(message)
+
+    async def leave(self, room: str) -> None:
+        self.following.discard(room)
+        await self.send({"type": "leave", "room": room})
 
     async def move(self, room: str, move: str, version: int | None = None) -> None:
         """Send a move; errors arrive as ``error`` messages (see ``request`` to await one)."""
@@ -179,7 +445,9 @@ class KibitzClient:
         predicate: Callable[[dict[str, Any]], bool],
         timeout: float = 60.0,
     ) -> dict[str, Any]:
-        """The first ``state`` of ``room`` (current included) that satisfies ``predicate``."""
+        """The room's newest state if it satisfies ``predicate``, else the first newer one
+        that does. Older states still queued in the inbox are skipped, so a wait never
+        returns a state older than one already seen. An ``error`` message raises."""
         current = self.states.get(room)
         if current is not None and predicate(current):
             return current
@@ -187,6 +455,7 @@ class KibitzClient:
         def match(m: dict[str, Any]) -> bool:
             if m["type"] == "error":
                 raise ServerError(m["code"], m["message"])
-            return m["type"] == "state" and m["room"] == room and predicate(m)
+            # Only the newest state received counts: anything queued before it is stale.
+            return m["type"] == "state" and m is self.states.get(room) and predicate(m)
 
         return await self.next_message(match, timeout)

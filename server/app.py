@@ -27,8 +27,19 @@ from prometheus_client import (
     Gauge,
     generate_latest,
 )
+from redis.asyncio import BlockingConnectionPool
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff, NoBackoff
 
+from kibitz.server.fairness import WAITING
 from kibitz.server.hub import Connection, Hub
+from kibitz.server.limits import (
+    AddressLimiter,
+    LimitExceeded,
+    Limits,
+    client_address,
+    origin_allowed,
+)
 from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import RoomError, new_token, seat_for_token, summary
 from kibitz.server.service import RoomService
@@ -66,6 +77,9 @@ MAX_STRIKES = 20  # malformed frames or rate-limit hits in a window close the so
 STRIKE_WINDOW_S = 60.0
 CREATES_PER_MINUTE = 20
 REDIS_TIMEOUT_S = 5.0
+REDIS_POOL_SIZE = 128  # Redis connections per node for commands (the listener has its own)
+REDIS_POOL_WAIT_S = 20.0  # longest wait for a free pooled connection
+HEALTH_TIMEOUT_S = 1.0  # /healthz answers within about this long, whatever Redis does
 RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
 
 STORE_KEY = web.AppKey("store", RoomStore)
@@ -75,6 +89,8 @@ REDIS_KEY = web.AppKey("redis", aioredis.Redis)
 NODE_KEY = web.AppKey("node", str)
 METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
 TASKS_KEY = web.AppKey("tasks", list)
+LIMITS_KEY = web.AppKey("limits", Limits)
+LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
 
 
 class Metrics:
@@ -93,6 +109,16 @@ class Metrics:
         self.ai_moves = Counter(
             "kibitz_ai_moves_total", "worker results applied", registry=self.registry
         )
+        self.fanout_live = Gauge(
+            "kibitz_fanout_live",
+            "1 while the node's pub/sub listener hears its own probes, else 0",
+            registry=self.registry,
+        )
+        self.fanout_reconnects = Gauge(
+            "kibitz_fanout_resubscriptions",
+            "times the pub/sub listener subscribed again after a failure",
+            registry=self.registry,
+        )
         self.fallback_moves = Counter(
             "kibitz_fallback_moves_total",
             "AI moves the server played itself after a failed job",
@@ -104,31 +130,61 @@ def static_dir() -> Path:
     return Path(str(resources.files("kibitz.client").joinpath("static")))
 
 
-def create_app(redis_url: str, node: str | None = None) -> web.Application:
+def command_client(redis_url: str, pool_size: int) -> aioredis.Redis:
+    """The node's Redis client for commands: a bounded pool that waits for a free
+    connection (up to REDIS_POOL_WAIT_S) instead of failing or growing without limit.
+
+    Commands time out, so a hung Redis gives errors, not hung handlers. A command whose
+    connection broke (a Redis restart leaves stale pooled connections) is retried on a
+    fresh one; a command that timed out is not, since it may have run: every write here
+    is versioned or counted, and running it twice could count twice.
+    """
+    pool = BlockingConnectionPool.from_url(
+        redis_url,
+        max_connections=pool_size,
+        timeout=REDIS_POOL_WAIT_S,
+        decode_responses=True,
+        socket_timeout=REDIS_TIMEOUT_S,
+        socket_connect_timeout=REDIS_TIMEOUT_S,
+        retry=Retry(
+            ExponentialBackoff(cap=0.5, base=0.05), 2, supported_errors=(aioredis.ConnectionError,)
+        ),
+    )
+    return aioredis.Redis.from_pool(pool)
+
+
+def create_app(
+    redis_url: str,
+    node: str | None = None,
+    limits: Limits | None = None,
+    redis_pool: int = REDIS_POOL_SIZE,
+) -> web.Application:
     app = web.Application(client_max_size=64 * 1024)
+    app[LIMITS_KEY] = limits or Limits()
     app[NODE_KEY] = node or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     app[METRICS_KEY] = Metrics()
 
     async def startup(app: web.Application) -> None:
         # Commands time out (a hung Redis gives errors, not hung handlers); the pub/sub
         # listener waits indefinitely, so it gets a client of its own.
-        redis = aioredis.from_url(
+        redis = command_client(redis_url, redis_pool)
+        pubsub_redis = aioredis.from_url(
             redis_url,
             decode_responses=True,
-            socket_timeout=REDIS_TIMEOUT_S,
             socket_connect_timeout=5,
+            retry=Retry(NoBackoff(), 0),  # the hub reconnects (and re-syncs) itself
         )
-        pubsub_redis = aioredis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
         await redis.ping()
         store = RoomStore(redis, app[NODE_KEY])
         await store.heartbeat()
         await store.ensure_groups()
-        service = RoomService(store)
-        hub = Hub(pubsub_redis, service)
+        service = RoomService(store, app[LIMITS_KEY].ai_games_per_address)
+        hub = Hub(pubsub_redis, service, app[NODE_KEY])
         await hub.start()
         m = app[METRICS_KEY]
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
+        app[LIMITER_KEY] = AddressLimiter(redis, app[NODE_KEY], app[LIMITS_KEY])
         app[TASKS_KEY] = [
             asyncio.create_task(consumer.run()),
             asyncio.create_task(beat(store)),
@@ -185,16 +241,31 @@ async def static_file(request: web.Request) -> web.StreamResponse:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """200 when this node can serve: Redis answers and the fan-out listener is live.
+
+    It names no addresses: it is often reachable from outside.
+    """
     try:
-        await request.app[REDIS_KEY].ping()
-    except (aioredis.ConnectionError, OSError) as exc:
-        return web.json_response({"ok": False, "redis": str(exc)}, status=503)
-    return web.json_response({"ok": True, "node": request.app[NODE_KEY]})
+        await asyncio.wait_for(request.app[REDIS_KEY].ping(), timeout=HEALTH_TIMEOUT_S)
+        redis_ok = True
+    except (aioredis.RedisError, OSError, TimeoutError):
+        redis_ok = False
+    fanout_ok = request.app[HUB_KEY].healthy
+    body = {
+        "ok": redis_ok and fanout_ok,
+        "redis": "ok" if redis_ok else "unavailable",
+        "fanout": "ok" if fanout_ok else "stale",
+        "node": request.app[NODE_KEY],
+    }
+    return web.json_response(body, status=200 if body["ok"] else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:
     m = request.app[METRICS_KEY]
-    m.connections.set(len(request.app[HUB_KEY].connections))
+    hub = request.app[HUB_KEY]
+    m.connections.set(len(hub.connections))
+    m.fanout_live.set(1 if hub.healthy else 0)
+    m.fanout_reconnects.set(hub.reconnects)
     return web.Response(
         body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
     )
@@ -284,6 +355,8 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
         if info:
             out["workers"].append(info)
     out["nodes"] = sorted([key.removeprefix(NODES) async for key in redis.scan_iter(NODES + "*")])
+    # Jobs waiting in the fair queue for a worker (the stream holds only those handed out).
+    out["jobs"]["queued"] = await redis.hlen(WAITING)
     out["live_rooms"] = await redis.zcard(LIVE)
     return out
 
@@ -293,15 +366,45 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
 
 async def websocket(request: web.Request) -> web.StreamResponse:
     app = request.app
+    limits = app[LIMITS_KEY]
+    if not origin_allowed(request, limits.allowed_origins):
+        return web.json_response(
+            error_message("auth/origin", "WebSockets from this origin are not allowed"),
+            status=403,
+        )
+    address = client_address(request, limits.trusted_proxies)
+    limiter = app[LIMITER_KEY]
+    try:
+        await limiter.connect(address)
+    except LimitExceeded as exc:
+        return web.json_response(error_message(exc.code, exc.message), status=429)
+    except (aioredis.RedisError, OSError):
+        return web.json_response(
+            error_message("server/unavailable", "storage unavailable; try again"), status=503
+        )
+    try:
+        return await _serve_socket(request, address)
+    finally:
+        try:
+            await limiter.disconnect(address)
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("could not count a connection out: %s", type(exc).__name__)
+
+
+async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResponse:
+    app = request.app
     ws = web.WebSocketResponse(max_msg_size=HARD_FRAME_LIMIT, heartbeat=30)
-    await ws.prepare(request)
+    try:
+        await ws.prepare(request)
+    except ConnectionResetError:  # the client gave up before we answered: nothing to do
+        return ws
     codec: Codec = "msgpack" if request.query.get("codec") == "msgpack" else "json"
     conn = Connection(ws, codec, request.transport)
     hub = app[HUB_KEY]
     hub.add(conn)
     app[METRICS_KEY].connections.inc()
     conn.send(welcome_message(app[NODE_KEY]))
-    session = Session(app, conn)
+    session = Session(app, conn, address)
     try:
         async for frame in ws:
             if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -326,9 +429,10 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 class Session:
     """One connection's message loop: validation at the edge, then the room service."""
 
-    def __init__(self, app: web.Application, conn: Connection) -> None:
+    def __init__(self, app: web.Application, conn: Connection, address: str) -> None:
         self.app = app
         self.conn = conn
+        self.address = address  # the client's address, for per-address limits
         self.service = app[SERVICE_KEY]
         self.hub = app[HUB_KEY]
         self.metrics = app[METRICS_KEY]
@@ -376,9 +480,9 @@ class Session:
         if isinstance(message, Ping):
             conn.send(pong_message(message.rid))
         elif isinstance(message, Create):
-            self._count_create()
+            await self._count_create()
             token = new_token()
-            room, seat = await service.create(message, token)
+            room, seat = await service.create(message, token, owner=self.address)
             conn.send(seat_message(room.id, seat, token, message.rid))
             await self._follow(room.id, seat)
         elif isinstance(message, Join):
@@ -425,14 +529,19 @@ class Session:
         snap["event"] = event
         self.conn.send_state(room.id, snap)
 
-    def _count_create(self) -> None:
-        """Rooms cost storage: one connection may open CREATES_PER_MINUTE a minute."""
+    async def _count_create(self) -> None:
+        """Rooms cost storage: one connection may open CREATES_PER_MINUTE a minute, and one
+        address (all its connections, on every node) the configured number."""
         now = time.monotonic()
         self.creates = [t for t in self.creates if now - t < 60.0]
         if len(self.creates) >= CREATES_PER_MINUTE:
             raise ProtocolError(
                 "rate/limited", f"at most {CREATES_PER_MINUTE} new rooms a minute per connection"
             )
+        try:
+            await self.app[LIMITER_KEY].count_create(self.address)
+        except LimitExceeded as exc:
+            raise ProtocolError(exc.code, exc.message) from None
         self.creates.append(now)
 
     def _take_token(self) -> bool:

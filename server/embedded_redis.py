@@ -72,7 +72,8 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._make_private()
         self._stop_stale()
         config = self.data_dir / "redis.conf"
         config.touch(mode=0o600)
@@ -94,7 +95,10 @@ class EmbeddedRedis:
             args += ["--appendonly", "yes", "--appendfsync", "everysec"]
         else:
             args += ["--appendonly", "no"]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # umask 077: the append-only files, the log and the pid file are ours alone.
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, umask=0o077
+        )
         client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         deadline = time.monotonic() + timeout
         while True:
@@ -128,6 +132,13 @@ class EmbeddedRedis:
         if self.process.stderr:
             self.process.stderr.close()
         self.process = None
+
+    def _make_private(self) -> None:
+        """The games (and token hashes) are nobody else's business: 0700 on the directory
+        and 0600 on what is in it, also for a directory made by an older version."""
+        self.data_dir.chmod(0o700)
+        for path in self.data_dir.rglob("*"):
+            path.chmod(0o700 if path.is_dir() else 0o600)
 
     def _stop_stale(self) -> None:
         """A server left running on this directory by a crashed kibitz would share the AOF."""

@@ -12,13 +12,16 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, web
+from redis.asyncio.client import PubSub
 
 from kibitz.server.service import RoomService
-from kibitz.server.store import PREFIX
+from kibitz.server.store import PREFIX, presence_key
 from kibitz.shared.protocol import Codec, encode
 
 log = logging.getLogger(__name__)
@@ -26,6 +29,12 @@ log = logging.getLogger(__name__)
 SEND_QUEUE = 64  # messages; past this the client is too slow and is dropped
 CLOSE_SLOW = 1013  # "try again later"
 ROOM_PATTERN = PREFIX + "room:*"
+PROBE_S = 1.0  # how often the listener's liveness probe is published
+STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
+POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
+SUBSCRIBE_TIMEOUT_S = 5.0
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # a refused connect costs Redis next to nothing
+RESYNC_BATCH = 50  # rooms re-read from Redis at once after a re-subscribe
 
 
 class Connection:
@@ -56,13 +65,16 @@ class Connection:
             log.warning("dropping a slow client (%d queued messages)", SEND_QUEUE)
             self.abort(CLOSE_SLOW, b"too slow")
 
-    def send_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
-        """Send a room snapshot with this viewer's seat, skipping versions already sent."""
+    def send_state(self, room_id: str, snapshot: dict[str, Any], force: bool = False) -> None:
+        """Send a room snapshot with this viewer's seat, skipping versions already sent
+        (unless ``force``: a resync after a fault sends the truth, whatever was sent)."""
         version = int(snapshot["version"])
         last = self.last_version.get(room_id, -1)
         kind = snapshot.get("event", {}).get("kind")
         # Versions only go forward; the same version again only to resync or for presence.
-        if version < last or (version == last and kind not in ("resync", "presence")):
+        if not force and (
+            version < last or (version == last and kind not in ("resync", "presence"))
+        ):
             return
         self.last_version[room_id] = version
         self.send({**snapshot, "you": self.rooms.get(room_id)})
@@ -117,26 +129,55 @@ class Connection:
 
 
 class Hub:
-    """Follows all room channels on one pub/sub connection and fans out locally."""
+    """Follows all room channels on one pub/sub connection and fans out locally.
 
-    def __init__(self, redis: aioredis.Redis, service: RoomService) -> None:
+    The listener is supervised: any error, or a subscription that has gone quiet, makes it
+    drop the connection and subscribe again with backoff. Quiet is detected with a round
+    trip: every ``PROBE_S`` the node publishes a probe on a channel of its own through the
+    command connection, and the listener must hear it back within ``STALE_S``. A frozen
+    Redis or a dead TCP path therefore shows within seconds, as ``healthy`` turning False
+    (``/healthz`` answers 503), instead of leaving the node deaf while it looks fine.
+
+    Events published while the subscription was down were missed, so after every
+    re-subscribe each local follower is sent its room as Redis holds it now; that resync is
+    retried until it succeeds.
+    """
+
+    def __init__(self, redis: aioredis.Redis, service: RoomService, node: str = "local") -> None:
         self.redis = redis  # its own client: the listener waits on it indefinitely
         self.service = service
         self.store = service.store
+        self.probe_channel = f"{PREFIX}probe:{node}"
         self.followers: dict[str, set[Connection]] = {}
         self.connections: set[Connection] = set()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()
+        self._subscribed = False
+        self._heard = 0.0  # monotonic time the listener last heard its own probe
+        self.reconnects = 0  # re-subscriptions after a failure, for /metrics and tests
+        #: (room, seat) -> player connections that left while Redis could not be told.
+        #: At most one entry per room and seat this node had players in.
+        self._owed_leaves: dict[tuple[str, int], int] = {}
+
+    @property
+    def healthy(self) -> bool:
+        """Subscribed, and the subscription delivered something (at least our own probe)
+        recently."""
+        return self._subscribed and time.monotonic() - self._heard < STALE_S
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen())
+        self._tasks = [
+            asyncio.create_task(self._listen()),
+            asyncio.create_task(self._probe()),
+        ]
         await asyncio.wait_for(self._ready.wait(), timeout=10)
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         for conn in list(self.connections):
             await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
         await self.redis.aclose()
@@ -159,8 +200,19 @@ class Hub:
             try:
                 await self.store.attach(room_id, seats[room_id] or 0, -1)
             except (aioredis.RedisError, OSError) as exc:
-                log.warning("could not record that a player left %s: %s", room_id, exc)
+                # Owed, not forgotten: else the player would show as connected for as
+                # long as this node lives. Paid back once Redis answers again.
+                log.warning("could not record that a player left %s: %s", room_id, _why(exc))
+                key = (room_id, seats[room_id] or 0)
+                self._owed_leaves[key] = self._owed_leaves.get(key, 0) + 1
         return played
+
+    async def _pay_owed_leaves(self) -> None:
+        """Record the departures that failed while Redis was unreachable, and say so."""
+        for (room_id, seat), count in list(self._owed_leaves.items()):
+            await self.store.attach(room_id, seat, -count)
+            del self._owed_leaves[(room_id, seat)]
+            await self.service.publish_presence(room_id)
 
     async def follow(self, conn: Connection, room_id: str, seat: int | None) -> bool:
         """Follow ``room_id`` as ``seat`` (None: spectator); True if presence changed."""
@@ -194,50 +246,158 @@ class Hub:
             if not followers:
                 del self.followers[room_id]
 
+    async def _probe(self) -> None:
+        """Publish the liveness probe the listener must hear back (see the class doc);
+        while Redis answers, also pay back the departures it could not be told of."""
+        while True:
+            try:
+                await self.store.redis.publish(self.probe_channel, "1")
+                if self._owed_leaves:
+                    await self._pay_owed_leaves()
+            except (aioredis.RedisError, OSError) as exc:
+                log.debug("liveness probe not sent: %s", _why(exc))
+            await asyncio.sleep(PROBE_S)
+
     async def _listen(self) -> None:
+        """Subscribe, listen, and on any failure start again, for as long as the node runs."""
+        delay = BACKOFF_MIN_S
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.psubscribe(ROOM_PATTERN)
-                if self._ready.is_set():
-                    # Reconnected: events published meanwhile were missed; resend.
-                    asyncio.create_task(self._resync_all())
-                self._ready.set()
-                async for message in pubsub.listen():
-                    if message.get("type") != "pmessage":
-                        continue
-                    self._deliver(message["channel"], message["data"])
+                await asyncio.wait_for(
+                    pubsub.psubscribe(ROOM_PATTERN), timeout=SUBSCRIBE_TIMEOUT_S
+                )
+                await asyncio.wait_for(
+                    pubsub.subscribe(self.probe_channel), timeout=SUBSCRIBE_TIMEOUT_S
+                )
+                with contextlib.suppress(aioredis.RedisError, OSError):
+                    await self.store.redis.publish(self.probe_channel, "1")  # no need to wait
+                await self._receive(pubsub)
             except asyncio.CancelledError:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
                 raise
-            except (aioredis.ConnectionError, OSError) as exc:
-                log.warning("pub/sub connection lost (%s); reconnecting", exc)
-                await asyncio.sleep(0.5)
+            except Exception as exc:  # whatever broke, the cure is a fresh subscription
+                if self._subscribed:
+                    log.warning("fan-out listener lost (%s); subscribing again", _why(exc))
+                    delay = BACKOFF_MIN_S  # it was live: start the backoff afresh
+                else:
+                    log.info("fan-out listener not up (%s); retrying", _why(exc))
             finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                self._subscribed = False
+                await _discard(pubsub)
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(BACKOFF_MAX_S, delay * 2)
+
+    async def _receive(self, pubsub: PubSub) -> None:
+        """Deliver messages until the subscription fails or goes quiet.
+
+        Any message proves the subscription alive: under heavy load our probe may queue
+        behind thousands of room updates, and that is a busy node, not a deaf one. Only
+        silence, while a probe is published every second, means the path is dead.
+        """
+        started = time.monotonic()
+        while True:
+            message = await pubsub.get_message(timeout=POLL_S)
+            now = time.monotonic()
+            if message is not None:
+                if self._subscribed:
+                    self._heard = now
+                if message.get("channel") == self.probe_channel:
+                    if not self._subscribed:
+                        self._heard = now
+                        self._on_live()
+                elif message.get("type") == "pmessage":
+                    self._deliver(message["channel"], message["data"])
+            last_sign = self._heard if self._subscribed else started
+            if now - max(last_sign, started) > STALE_S:
+                raise TimeoutError(f"nothing heard for {STALE_S:.1f} s")
+
+    def _on_live(self) -> None:
+        """The new subscription works end to end: repair what was missed, if anything."""
+        self._subscribed = True
+        if self._ready.is_set():
+            self.reconnects += 1
+            log.warning("fan-out listener live again; re-syncing %d rooms", len(self.followers))
+            task = asyncio.create_task(self._resync_until_done())
+            self._tasks.append(task)
+            task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+        self._ready.set()
+
+    async def _resync_until_done(self) -> None:
+        delay = BACKOFF_MIN_S
+        while True:
+            try:
+                await self._resync_all()
+                return
+            except (aioredis.RedisError, OSError) as exc:
+                log.warning("resync failed (%s); retrying", _why(exc))
+                await asyncio.sleep(delay)
+                delay = min(BACKOFF_MAX_S, delay * 2)
 
     async def _resync_all(self) -> None:
-        for room_id, followers in list(self.followers.items()):
-            room = await self.store.load(room_id)
-            if room is None or not followers:
-                continue
-            snap = await self.service.snapshot(room)
-            snap["event"] = {"kind": "resync"}
-            for conn in list(followers):
-                conn.send_state(room_id, snap)
+        """Send every followed room as Redis holds it now, in bounded batches."""
+        room_ids = list(self.followers)
+        for i in range(0, len(room_ids), RESYNC_BATCH):
+            batch = room_ids[i : i + RESYNC_BATCH]
+            await asyncio.gather(*(self.resync_room(room_id) for room_id in batch))
+
+    async def resync_room(self, room_id: str) -> None:
+        """Send ``room_id``'s current state to its local followers, whatever they saw.
+
+        Forced: after a Redis restart that lost its last second of writes, the truth may
+        be an older version than a client has seen, and the client must get it.
+        """
+        room = await self.store.load(room_id)
+        followers = self.followers.get(room_id)
+        if room is None or not followers:
+            return
+        await self._restate_presence(room_id, followers)
+        snap = await self.service.snapshot(room)
+        snap["event"] = {"kind": "resync"}
+        for conn in list(followers):
+            conn.send_state(room_id, snap, force=True)
+
+    async def _restate_presence(self, room_id: str, followers: set[Connection]) -> None:
+        """Write this node's player counts for ``room_id`` as they are, not as increments:
+        a Redis that restarted may have lost them (or this node's updates during the gap)."""
+        counts = [0, 0]
+        for conn in followers:
+            seat = conn.rooms.get(room_id)
+            if seat is not None:
+                counts[seat] += 1
+        key = presence_key(room_id)
+        for seat, count in enumerate(counts):
+            self._owed_leaves.pop((room_id, seat), None)  # settled by this absolute count
+            field = f"{seat}:{self.store.node}"
+            if count:
+                await self.store.redis.hset(key, field, count)
+            else:
+                await self.store.redis.hdel(key, field)
 
     def _deliver(self, channel: str, data: str) -> None:
         room_id = channel[len(PREFIX + "room:") :]
         followers = self.followers.get(room_id)
         if not followers:
             return
-        message = json.loads(data)
-        if message.get("type") == "thinking":
-            # An AI's progress: only for followers who are at the version it is about.
+        try:
+            message = json.loads(data)
+            if message.get("type") == "thinking":
+                # An AI's progress: only for followers at the version it is about.
+                for conn in list(followers):
+                    if conn.last_version.get(room_id) == message["version"]:
+                        conn.send(message)
+                return
             for conn in list(followers):
-                if conn.last_version.get(room_id) == message["version"]:
-                    conn.send(message)
-            return
-        for conn in list(followers):
-            conn.send_state(room_id, message)
+                conn.send_state(room_id, message)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.error("dropping a malformed message on %s: %s", channel, exc)
+
+
+def _why(exc: BaseException) -> str:
+    """An error's kind and text, without connection details that may hold addresses."""
+    return type(exc).__name__
+
+
+async def _discard(pubsub: PubSub) -> None:
+    """Close a subscription without waiting on a connection that may be frozen."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(pubsub.aclose(), timeout=1.0)  # type: ignore[no-untyped-call]

@@ -65,6 +65,14 @@ class Room:
     version: int = 0
     created_ms: int = 0
     updated_ms: int = 0
+    #: The address that created the room: AI jobs are queued fairly per owner and an
+    #: owner may keep only so many AI games open. Never shown to other clients.
+    #: Records written before owners existed load with None.
+    owner: str | None = None
+
+    @property
+    def has_ai(self) -> bool:
+        return any(seat.kind == "ai" for seat in self.seats)
 
     # -- (de)serialisation --------------------------------------------------------------
     def to_json_dict(self) -> dict[str, Any]:
@@ -155,10 +163,12 @@ def create_room(
     now_ms: int,
     rng: random.Random | None = None,
     position: str | None = None,
+    owner: str | None = None,
 ) -> tuple[Room, Event, int]:
     """A new room with its creator seated; returns (room, event, creator's seat).
 
-    ``position`` starts the game from that position text instead of the initial one.
+    ``position`` starts the game from that position text instead of the initial one;
+    ``owner`` is the creator's address (see :attr:`Room.owner`).
     """
     try:
         game = find_game(game_name)
@@ -181,6 +191,7 @@ def create_room(
         seats=seats,
         created_ms=now_ms,
         updated_ms=now_ms,
+        owner=owner,
     )
     if all(seat.taken for seat in seats):
         room.status = "playing"
@@ -298,6 +309,7 @@ def ai_job(room: Room, state: Any, budget: Budget) -> Job | None:
         level=seat.level,
         budget=budget,
         seed=room.version,
+        owner=room.owner or "",
     )
 
 

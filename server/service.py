@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from kibitz.server import room as rooms
+from kibitz.server.limits import Limits
 from kibitz.server.room import Event, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
@@ -41,8 +42,13 @@ ResultOutcome = Literal["applied", "fallback", "ignored"]  # new room, event, ne
 
 
 class RoomService:
-    def __init__(self, store: RoomStore) -> None:
+    def __init__(self, store: RoomStore, ai_games_per_owner: int | None = None) -> None:
+        """``ai_games_per_owner``: unfinished AI games one address may have (default:
+        :class:`~kibitz.server.limits.Limits`' ``ai_games_per_address``)."""
         self.store = store
+        self.ai_games_per_owner = (
+            Limits().ai_games_per_address if ai_games_per_owner is None else ai_games_per_owner
+        )
         self._states: OrderedDict[str, tuple[int, Any]] = OrderedDict()
 
     # -- state cache -------------------------------------------------------------------
@@ -85,7 +91,9 @@ class RoomService:
         await self.store.publish(room_id, snap)
 
     # -- commands ----------------------------------------------------------------------
-    async def create(self, msg: Create, token: str) -> tuple[Room, int]:
+    async def create(self, msg: Create, token: str, owner: str | None = None) -> tuple[Room, int]:
+        """A new room; ``owner`` (the creator's address) is what the AI queue is fair
+        between and what the AI game limit counts (``rate/ai_games`` past it)."""
         for _ in range(RETRIES):
             room, event, seat = rooms.create_room(
                 rooms.new_room_id(),
@@ -97,6 +105,7 @@ class RoomService:
                 token,
                 now_ms(),
                 position=msg.position,
+                owner=owner,
             )
             state = find_game(room.game).parse_position(room.start)
             try:
@@ -201,7 +210,7 @@ class RoomService:
             record["result"] = room.result
         snap["event"] = record
         job = rooms.ai_job(room, state, self._budget(room, state))
-        await self.store.commit(room, expected, record, snap, job)
+        await self.store.commit(room, expected, record, snap, job, self.ai_games_per_owner)
         self._remember(room, state)
 
     def _budget(self, room: Room, state: Any) -> Budget:

@@ -10,14 +10,18 @@ Keys (``kibitz:`` prefix):
 - ``nodes:{node}``       a server node's heartbeat (with a TTL)
 - channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
 - ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
-- ``jobs``               stream with consumer group ``workers``: AI search jobs
+- ``jobs``               stream with consumer group ``workers``: AI search jobs admitted
+                         to the workers (at most one per live worker; see fairness.py)
+- ``ai:*``               the fair queue in front of ``jobs`` (see fairness.py)
 - ``results``            stream with consumer group ``servers``: moves found by workers
 - ``workers:{name}``     worker heartbeats (with a TTL)
 
 Every write to a room goes through one Lua script that commits only if the room is
 still at the version the change was computed from (optimistic concurrency), and in the
 same atomic step appends the event, publishes it, updates the lobby and, when an AI is
-to move, enqueues its job. So a job is never lost between a commit and its enqueue.
+to move, queues its job fairly and admits what the workers can take now. So a job is
+never lost between a commit and its enqueue, and the per-owner AI game limit cannot be
+raced past by two nodes.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from kibitz.server.room import Room
+from kibitz.server import fairness
+from kibitz.server.fairness import LUA_FUNCTIONS, AsyncFairQueue
+from kibitz.server.room import Room, RoomError
 from kibitz.shared.protocol import Job
 
 PREFIX = "kibitz:"
@@ -59,16 +65,35 @@ def channel(room_id: str) -> str:
     return f"{PREFIX}room:{room_id}"
 
 
-# KEYS: room, events, live, jobs
-# ARGV: expected version (-1: must not exist), new version, record JSON, event JSON,
-#       snapshot JSON, channel, room id, live (1/0), updated ms, job JSON or "", max events
-_COMMIT = """
+# KEYS: room, events, live, jobs, ai ready, ai waiting, ai owners, workers live, owner's AI
+#       games, ai clock
+# ARGV: [1] expected version (-1: must not exist), [2] new version, [3] record JSON,
+#       [4] event JSON, [5] snapshot JSON, [6] channel, [7] room id, [8] live (1/0),
+#       [9] updated ms, [10] job JSON or "", [11] max events, [12] job id, [13] job's owner,
+#       [14] job cost ms, [15] AI games mode ("", create, touch, end), [16] AI games limit,
+#       [17] game idle ms, [18] max waiting jobs, [19] max lead ms, [20] worker ttl ms,
+#       [21] room key prefix, [22] dispatch scan
+# Returns {1, version} committed; {0, current version} stale; {-1, AI games} over the
+# owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, _} writes.
+_COMMIT = (
+    LUA_FUNCTIONS
+    + """
 local current = redis.call('HGET', KEYS[1], 'version')
 local expected = tonumber(ARGV[1])
 if expected < 0 then
   if current then return {0, tonumber(current)} end
 elseif (not current) or tonumber(current) ~= expected then
   return {0, tonumber(current or -1)}
+end
+local now = fair_now()
+local games_mode = ARGV[15]
+if games_mode == 'create' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[17]))
+  local games = redis.call('ZCARD', KEYS[9])
+  if games >= tonumber(ARGV[16]) then return {-1, games} end
+end
+if ARGV[10] ~= '' and not fair_has_room(KEYS[6], ARGV[12], ARGV[18]) then
+  return {-2, redis.call('HLEN', KEYS[6])}
 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[11], ARGV[2] .. '-1',
@@ -79,11 +104,20 @@ if ARGV[8] == '1' then
 else
   redis.call('ZREM', KEYS[3], ARGV[7])
 end
-if ARGV[10] ~= '' then
-  redis.call('XADD', KEYS[4], '*', 'job', ARGV[10])
+if games_mode == 'end' then
+  redis.call('ZREM', KEYS[9], ARGV[7])
+elseif games_mode ~= '' then
+  redis.call('ZADD', KEYS[9], now, ARGV[7])
+  redis.call('PEXPIRE', KEYS[9], ARGV[17])
 end
+if ARGV[10] ~= '' then
+  fair_enqueue(KEYS[5], KEYS[6], KEYS[7], KEYS[10], ARGV[13], ARGV[12], ARGV[10], ARGV[14],
+               ARGV[19])
+end
+fair_dispatch(KEYS[5], KEYS[6], KEYS[10], KEYS[4], KEYS[8], now, ARGV[20], ARGV[21], ARGV[22])
 return {1, tonumber(ARGV[2])}
 """
+)
 
 
 # KEYS: presence hash; ARGV: node key prefix. Returns the seats with a live connection.
@@ -124,6 +158,7 @@ class RoomStore:
         self._commit = redis.register_script(_COMMIT)
         self._presence = redis.register_script(_PRESENCE)
         self._attach = redis.register_script(_ATTACH)
+        self.fair = AsyncFairQueue(redis)
 
     async def ensure_groups(self) -> None:
         for stream, group in ((JOBS, WORKERS_GROUP), (RESULTS, SERVERS_GROUP)):
@@ -142,11 +177,37 @@ class RoomStore:
         event: dict[str, Any],
         snapshot: dict[str, Any],
         job: Job | None,
+        ai_games_limit: int = 8,
     ) -> None:
-        """Write ``room`` if it is still at ``expected_version``; else StaleVersion."""
+        """Write ``room`` if it is still at ``expected_version``; else StaleVersion.
+
+        A new room with an AI seat counts against its owner's ``ai_games_limit``
+        (RoomError ``rate/ai_games`` past it); a job that does not fit in the fair queue
+        refuses the whole change (RoomError ``server/busy``). Refused means unwritten.
+        """
         job_json = job.to_fields()["job"] if job else ""
-        ok, current = await self._commit(
-            keys=[room_key(room.id), events_key(room.id), LIVE, JOBS],
+        games_mode = ""
+        if room.owner and room.has_ai:
+            if expected_version < 0:
+                games_mode = "create"
+            elif room.status == "over":
+                games_mode = "end"
+            else:
+                games_mode = "touch"
+        owner = room.owner or ""
+        status, value = await self._commit(
+            keys=[
+                room_key(room.id),
+                events_key(room.id),
+                LIVE,
+                JOBS,
+                fairness.READY,
+                fairness.WAITING,
+                fairness.OWNERS,
+                fairness.WORKERS_LIVE,
+                fairness.ai_games_key(owner),
+                fairness.CLOCK,
+            ],
             args=[
                 expected_version,
                 room.version,
@@ -159,10 +220,34 @@ class RoomStore:
                 room.updated_ms,
                 job_json,
                 EVENTS_KEPT,
+                job.job_id if job else "",
+                fairness.owner_lane(job.owner, job.room) if job else "",
+                fairness.job_cost_ms(job.budget.time_ms) if job else 0,
+                games_mode,
+                ai_games_limit,
+                fairness.GAME_IDLE_MS,
+                fairness.MAX_WAITING,
+                fairness.MAX_LEAD_MS,
+                fairness.WORKER_TTL_MS,
+                fairness.ROOM_PREFIX,
+                fairness.MAX_DISPATCH_SCAN,
             ],
         )
-        if not ok:
-            raise StaleVersion(int(current))
+        status, value = int(status), int(value)
+        if status == 0:
+            raise StaleVersion(value)
+        if status == -1:
+            raise RoomError(
+                "rate/ai_games",
+                f"this address already has {value} unfinished games against the AI "
+                f"(at most {ai_games_limit}); finish or resign one first",
+            )
+        if status == -2:
+            raise RoomError("server/busy", "the AI queue is full; try again in a moment")
+
+    async def dispatch(self) -> tuple[int, int]:
+        """Admit queued AI jobs the workers can take now: (sent, dropped)."""
+        return await self.fair.dispatch()
 
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
         """The events after ``version``, oldest first, each with its version and time."""

@@ -336,7 +336,9 @@ class Job:
     """One AI move to compute, for ``room`` at ``version``.
 
     ``position`` is the game's start position and ``moves`` the moves played since, so
-    the worker rebuilds the exact state, repetition history included.
+    the worker rebuilds the exact state, repetition history included. ``owner`` is the
+    address that created the room ("" for rooms made before owners were recorded): jobs
+    are queued fairly per owner.
     """
 
     job_id: str
@@ -348,6 +350,7 @@ class Job:
     level: int
     budget: Budget
     seed: int = 0
+    owner: str = ""
 
     def to_fields(self) -> StreamFields:
         """Flat string fields for a Redis stream entry."""
@@ -365,6 +368,7 @@ class Job:
             not isinstance(job.position, str)
             or not isinstance(job.version, int)
             or not isinstance(job.moves, list)
+            or not isinstance(job.owner, str)
         ):
             raise ProtocolError("job/invalid", "malformed job entry: bad field types")
         return job

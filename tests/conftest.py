@@ -44,13 +44,22 @@ class ServerProcess:
                 self.process.wait()
 
 
+#: Every test client comes from loopback, so the per-address limits would count the whole
+#: suite as one abuser. Test servers lift them unless a test sets its own (``extra_env``).
+UNLIMITED = {
+    "KIBITZ_MAX_CONNECTIONS_PER_ADDRESS": "1000000",
+    "KIBITZ_MAX_CREATES_PER_MINUTE": "1000000",
+    "KIBITZ_MAX_AI_GAMES_PER_ADDRESS": "1000000",
+}
+
+
 def start_server(
     redis_url: str, workers: int = 0, extra_env: dict[str, str] | None = None
 ) -> ServerProcess:
     """Run ``kibitz serve`` on a free loopback port and wait until it listens."""
     process, url, log = spawn_server(
         ["--host", "127.0.0.1", "--port", "0", "--redis", redis_url, "--workers", str(workers)],
-        extra_env,
+        {**UNLIMITED, **(extra_env or {})},
     )
     server = ServerProcess(process, url, log)
     # Keep draining its output so the pipe never fills up.

@@ -7,6 +7,16 @@ worker claims it once its lease (idle time) has run out. Results are keyed by th
 version the job was made for, so a job computed twice changes the room at most once.
 After ``MAX_DELIVERIES`` failed attempts a job goes to ``jobs:dead`` and the server is
 told to play a fallback move.
+
+The lease is short (5 s by default) because a live worker renews it: while it searches,
+a :class:`LeaseKeeper` thread resets the job's idle time every tick, so only a dead or
+frozen worker's job ever reaches the lease. The same thread watches the job's room and
+cancels the search when the room moves on (a resignation, say): a job nobody waits for
+posts no result. It also cuts a backlogged owner's search short (the best move so far is
+posted) when the fair queue has a newcomer waiting for a worker. Jobs reach the stream
+through the fair queue (``server/fairness.py``); each worker counts itself in the
+dispatch window with its heartbeat and admits the next jobs after each job and in each
+idle round.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 import traceback
 import uuid
@@ -25,6 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
+from kibitz.server.fairness import YIELD_AFTER_MS, FairQueue, owner_lane
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
     Job,
@@ -36,6 +48,7 @@ from kibitz.shared.protocol import (
 from kibitz.shared.search import choose_move, report_score
 from kibitz.shared.search.choose import format_line
 from kibitz.shared.search.evaluation import evaluation_for
+from kibitz.shared.search.limits import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +57,22 @@ JOBS = PREFIX + "jobs"
 RESULTS = PREFIX + "results"
 DEAD = PREFIX + "jobs:dead"
 GROUP = "workers"
-BLOCK_MS = 1000
+BLOCK_MS = 500  # an idle round: heartbeat, dispatch, reclaim, then wait this long for a job
 MAX_DELIVERIES = 3
 HEARTBEAT_TTL_S = 15
 RESULTS_KEPT = 100_000
+MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
+
+
+def room_key(room_id: str) -> str:
+    return PREFIX + "room:" + room_id
 
 
 @dataclass
 class WorkerConfig:
     redis_url: str
     name: str = ""
-    lease_ms: int = 15_000  # a pending job idle this long is taken over by another worker
+    lease_ms: int = 5_000  # a pending job idle this long is taken over by another worker
     max_jobs: int | None = None  # stop after this many jobs (tests, rolling restarts)
 
 
@@ -67,8 +85,15 @@ class Worker:
         self.redis = redis.Redis.from_url(
             config.redis_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5
         )
+        # The lease keeper's own connection: it talks while the main thread searches.
+        self.lease_redis = redis.Redis.from_url(
+            config.redis_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5
+        )
+        self.fair = FairQueue(self.redis)
         self.stopping = False
         self.done = 0
+        self.dropped = 0  # jobs whose room moved on: no result posted
+        self.hurried = 0  # searches cut short to free the worker for a waiting game
         self._claim_cursor = "0-0"
 
     def run(self) -> int:
@@ -82,6 +107,7 @@ class Worker:
                 break
             try:
                 self._heartbeat()
+                self.fair.dispatch()  # after each job and each idle round: admission never stalls
                 entry = self._reclaim() or self._read()
                 if entry is not None:
                     self._process(*entry)
@@ -92,7 +118,11 @@ class Worker:
                 if "NOGROUP" not in str(exc):
                     raise
                 self._ensure_group()
-        self.redis.delete(PREFIX + "workers:" + self.name)
+        try:
+            self.fair.leave(self.name)
+            self.redis.delete(PREFIX + "workers:" + self.name)
+        except redis.RedisError as exc:  # it expires on its own
+            log.warning("could not sign off: %s", exc)
         return 0
 
     def _stop(self, *_: Any) -> None:
@@ -107,8 +137,15 @@ class Worker:
 
     def _heartbeat(self) -> None:
         key = PREFIX + "workers:" + self.name
-        self.redis.hset(key, mapping={"name": self.name, "done": self.done, "at": int(time.time())})
+        beat: StreamFields = {
+            "name": self.name,
+            "done": self.done,
+            "dropped": self.dropped,
+            "hurried": self.hurried,
+        }
+        self.redis.hset(key, mapping={**beat, "at": int(time.time())})
         self.redis.expire(key, HEARTBEAT_TTL_S)
+        self.fair.beat(self.name)
 
     def _reclaim(self) -> tuple[str, dict[str, str]] | None:
         """A job whose worker stopped answering, if any (its lease has run out)."""
@@ -157,8 +194,18 @@ class Worker:
             )
             self.redis.xack(JOBS, GROUP, entry_id)
             return
+        current = self.redis.hget(room_key(job.room), "version")
+        if current is None or int(current) != job.version:
+            # The room moved on (or is gone) while the job waited: nobody needs this move.
+            log.info("dropping job %s: its room is at version %s", job.job_id, current)
+            self._finish(entry_id)
+            self.dropped += 1
+            return
+        cancel = CancelToken()
+        keeper = LeaseKeeper(self.lease_redis, self.name, entry_id, job, cancel, self.config)
+        keeper.start()
         try:
-            result = compute(job, self.name, ProgressPublisher(self.redis, job))
+            result = compute(job, self.name, ProgressPublisher(self.redis, job), cancel)
         except Exception as exc:  # a bad position or a bug: report it, don't die
             log.error("job %s failed: %s", job.job_id, traceback.format_exc())
             result = JobResult(
@@ -169,10 +216,31 @@ class Worker:
                 worker=self.name,
                 error=f"{type(exc).__name__}: {exc}",
             )
+        finally:
+            keeper.stop()
+        if keeper.lost:
+            # Another worker took the job over (we were frozen past the lease): it posts
+            # the result and acknowledges; we leave the entry alone.
+            log.warning("job %s was taken over by another worker; dropped", job.job_id)
+            self.dropped += 1
+            return
+        if keeper.moved_on:
+            log.info("job %s cancelled: room %s moved on", job.job_id, job.room)
+            self._finish(entry_id)
+            self.dropped += 1
+            return
+        if keeper.hurried:
+            self.hurried += 1
+            log.info("job %s cut short after %d ms for a waiting game", job.job_id, result.time_ms)
         self._post(result)
+        self._finish(entry_id)
+        self.done += 1
+
+    def _finish(self, entry_id: str) -> None:
+        """Acknowledge and delete: the stream then holds only unfinished jobs, which is
+        what the fair queue's dispatch window counts."""
         self.redis.xack(JOBS, GROUP, entry_id)
         self.redis.xdel(JOBS, entry_id)
-        self.done += 1
 
     def _post(self, result: JobResult) -> None:
         self.redis.xadd(RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
@@ -182,6 +250,98 @@ class Worker:
         self.redis.xadd(DEAD, dead, maxlen=10_000)
         self.redis.xack(JOBS, GROUP, entry_id)
         self.redis.xdel(JOBS, entry_id)
+
+
+# KEYS: jobs stream, the job's room; ARGV: group, consumer, entry id. Resets the entry's
+# idle time if this consumer still owns it (JUSTID: no delivery is counted) and returns
+# {owned 1/0, room version or -1}.
+_RENEW = """
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '-1')
+if #pending == 0 or pending[1][2] ~= ARGV[2] then return {0, version} end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+return {1, version}
+"""
+
+
+class LeaseKeeper:
+    """Renews a job's lease while the worker searches it, and stops the search when the
+    job has become useless or another game needs the worker more.
+
+    Every tick (lease/3, at most ``MAX_TICK_S``) a background thread, on a Redis
+    connection of its own, resets the job's idle time (so no other worker reclaims it
+    while this one is alive), refreshes the worker's place in the dispatch window, and
+    reads the room's version. It cancels the search when the room moved on
+    (``moved_on``: post nothing) or another worker owns the job now (``lost``: post
+    nothing, leave the entry alone), and hurries it (``hurried``: post the best move so
+    far) when the fair queue says a waiting newcomer needs this worker. A frozen worker
+    freezes this thread too, so its job is reclaimed once the lease runs out.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        worker: str,
+        entry_id: str,
+        job: Job,
+        cancel: CancelToken,
+        config: WorkerConfig,
+    ) -> None:
+        self.redis = client
+        self.worker = worker
+        self.entry_id = entry_id
+        self.job = job
+        self.cancel = cancel
+        self.lane = owner_lane(job.owner, job.room)
+        self.tick_s = min(MAX_TICK_S, max(0.01, config.lease_ms / 3000))
+        self.lost = False
+        self.moved_on = False
+        self.hurried = False
+        self._started = time.monotonic()
+        self._renew = client.register_script(_RENEW)
+        self._fair = FairQueue(client)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{entry_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing, then look once more: a room that moved on (or a lease lost)
+        since the last tick must not get a result either."""
+        self._stopped.set()
+        self._thread.join(timeout=15)
+        try:
+            self.renew(may_yield=False)
+        except redis.RedisError as exc:  # posting is harmless: results are versioned
+            log.warning("could not check job %s before posting: %s", self.job.job_id, exc)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.tick_s):
+            try:
+                self.renew(may_yield=True)
+            except redis.RedisError as exc:  # the next tick tries again
+                log.warning("could not renew the lease of %s: %s", self.job.job_id, exc)
+
+    def renew(self, may_yield: bool) -> None:
+        owned, version = self._renew(
+            keys=[JOBS, room_key(self.job.room)], args=[GROUP, self.worker, self.entry_id]
+        )
+        self._fair.beat(self.worker)
+        if not int(owned):
+            self.lost = True
+            self.cancel.cancel()
+        elif int(version) != self.job.version:
+            self.moved_on = True
+            self.cancel.cancel()
+        elif (
+            may_yield
+            and not self.cancel.cancelled
+            and (time.monotonic() - self._started) * 1000 >= YIELD_AFTER_MS
+            and self._fair.should_yield(self.lane)
+        ):
+            self.hurried = True
+            self.cancel.cancel()
 
 
 class ProgressPublisher:
@@ -217,8 +377,14 @@ class ProgressPublisher:
             log.warning("could not publish progress: %s", exc)
 
 
-def compute(job: Job, worker: str, progress: ProgressPublisher | None = None) -> JobResult:
-    """Search the job's position within its budget; ``progress`` hears each depth."""
+def compute(
+    job: Job,
+    worker: str,
+    progress: ProgressPublisher | None = None,
+    cancel: CancelToken | None = None,
+) -> JobResult:
+    """Search the job's position within its budget; ``progress`` hears each depth and
+    ``cancel`` can stop the search early (the result is then meaningless)."""
     game = find_game(job.game)
     state = game.parse_position(job.position)
     for text in job.moves:
@@ -227,7 +393,13 @@ def compute(job: Job, worker: str, progress: ProgressPublisher | None = None) ->
         progress.game, progress.state = game, state
     started = time.monotonic()
     found = choose_move(
-        game, state, level=job.level, budget=job.budget, seed=job.seed, progress=progress
+        game,
+        state,
+        level=job.level,
+        budget=job.budget,
+        seed=job.seed,
+        progress=progress,
+        cancel=cancel,
     )
     return JobResult(
         job_id=job.job_id,

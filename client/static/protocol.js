@@ -1,12 +1,32 @@
-// The WebSocket link to a kibitz server: JSON frames, request ids, automatic reconnection.
+// The WebSocket link to a kibitz server: JSON frames, request ids, and a socket that heals.
 //
-// The connection knows nothing about rooms; the app listens for "message", "open" and
-// "status" events and decides what to resend (a "resume") after a reconnection.
+// A socket can die without closing: a frozen server or a dead network path leaves it
+// "open" for minutes. So the connection pings the server every few seconds and, when a
+// ping gets no answer (no frame at all) in time, drops the socket and reconnects with
+// backoff and jitter. It knows nothing about rooms: the app (see sync.js) listens for
+// "open" with {reconnected: true} and resumes what it follows.
+//
+// Events: "status" (connecting, open, reconnecting, closed), "open" ({reconnected}),
+// "message" (every message that no request took as its answer).
 
 const BACKOFF_START_MS = 400;
 const BACKOFF_MAX_MS = 10000;
-const PING_EVERY_MS = 25000;
+const TICK_MS = 1000; // how often the heartbeat looks at the socket
+const PING_EVERY_MS = 4000;
+const PONG_TIMEOUT_MS = 6000; // a ping unanswered this long: the socket is dead
+const CONNECT_TIMEOUT_MS = 8000; // a socket not open after this long is given up
 const REQUEST_TIMEOUT_MS = 15000;
+const RETRIES = 4; // transient errors, for requests that may safely be sent again
+
+/**
+ * Messages the server answers, when they succeed, only with a "state" that carries no
+ * "rid". A "ping" sent right after each of them marks the end of its handling (the server
+ * handles one connection's messages in order): its "pong" settles the request.
+ */
+const ANSWERED_BY_STATE = new Set(["watch", "resume", "move", "resign"]);
+
+/** Errors after which the same request may be sent again: the server changed nothing. */
+export const TRANSIENT_ERRORS = new Set(["server/unavailable", "room/busy", "server/busy"]);
 
 /** The ws:// or wss:// URL of the server that served this page. */
 export function defaultSocketUrl(loc = window.location) {
@@ -22,6 +42,21 @@ export class ServerError extends Error {
   }
 }
 
+/**
+ * Whether a message does no harm when the server gets it twice: following a room again,
+ * a ping, or a move or resign pinned to a version (a second copy is refused as stale).
+ */
+export function isIdempotent(message) {
+  if (message.type === "move") return message.version !== undefined;
+  return ["ping", "watch", "resume", "leave", "resign"].includes(message.type);
+}
+
+/** Exponential backoff with jitter: attempt 1, 2, ... -> a delay in milliseconds. */
+export function backoffDelay(attempt, startMs = BACKOFF_START_MS, maxMs = BACKOFF_MAX_MS) {
+  const base = Math.min(maxMs, startMs * 2 ** (attempt - 1));
+  return base / 2 + Math.random() * (base / 2); // jitter spreads a herd of clients
+}
+
 export class Connection extends EventTarget {
   constructor(url = defaultSocketUrl()) {
     super();
@@ -29,11 +64,15 @@ export class Connection extends EventTarget {
     this.socket = null;
     this.status = "idle"; // idle | connecting | open | reconnecting | closed
     this.attempt = 0;
+    this.everOpened = false;
     this.nextRid = 1;
-    this.pending = new Map(); // rid -> {resolve, reject, timer}
+    this.pending = new Map(); // rid -> {frames, rids, resolve, reject, timer}
     this.queue = []; // frames written while the socket was not open
     this.retryTimer = null;
-    this.pingTimer = null;
+    this.connectTimer = null;
+    this.heartbeat = null;
+    this.lastPing = 0;
+    this.unansweredSince = null; // when the oldest unanswered ping left, or null
     this.closedByUs = false;
   }
 
@@ -45,7 +84,7 @@ export class Connection extends EventTarget {
   close() {
     this.closedByUs = true;
     clearTimeout(this.retryTimer);
-    clearInterval(this.pingTimer);
+    this._stopTimers();
     if (this.socket) this.socket.close();
     this._setStatus("closed");
   }
@@ -61,21 +100,25 @@ export class Connection extends EventTarget {
   }
 
   /**
-   * Send a message with a fresh "rid" and resolve with the first reply carrying it
-   * ("seat", "state", "pong"), or with the first message for which `match` is true (a
-   * server need not echo "rid" in a broadcast state); reject with a ServerError on an
-   * "error" reply.
+   * Send a message with a fresh "rid" and resolve with the reply carrying it ("seat",
+   * "pong"; for watch, resume, move and resign, the "pong" of the ping that follows them,
+   * once the server has handled them); reject with a ServerError on an "error" reply.
+   *
+   * A transient error (server/unavailable, room/busy) is retried with backoff, a few
+   * times, when the message is idempotent. When the socket dies before the reply, an
+   * idempotent message is sent again on the next socket; any other is rejected with
+   * "client/disconnected", since the server may or may not have acted on it.
    */
-  request(message, { match = null } = {}) {
-    const rid = this.nextRid++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(rid);
-        reject(new ServerError("client/timeout", `no reply to ${message.type} from the server`));
-      }, REQUEST_TIMEOUT_MS);
-      this.pending.set(rid, { resolve, reject, timer, match });
-      this.send({ ...message, rid });
-    });
+  async request(message) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this._requestOnce(message);
+      } catch (err) {
+        const again = TRANSIENT_ERRORS.has(err.code) && isIdempotent(message) && attempt <= RETRIES;
+        if (!again) throw err;
+        await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
+      }
+    }
   }
 
   /** Send with a fresh "rid" without waiting; returns the rid. */
@@ -83,6 +126,32 @@ export class Connection extends EventTarget {
     const rid = this.nextRid++;
     this.send({ ...message, rid });
     return rid;
+  }
+
+  /** Ping now, for a quick verdict on the socket (the tab woke up, the network came back). */
+  checkNow() {
+    if (this.status === "open") this._ping();
+    else if (this.status === "reconnecting") this._open(); // skip the rest of the backoff
+  }
+
+  /** Drop the socket as a dead one is dropped (no pong), and heal: reconnect and resume. */
+  dropSocket(reason = "dropped") {
+    if (this.socket) this._abandon(this.socket, reason);
+  }
+
+  _requestOnce(message) {
+    const frames = [{ ...message, rid: this.nextRid++ }];
+    if (ANSWERED_BY_STATE.has(message.type)) frames.push({ type: "ping", rid: this.nextRid++ });
+    const rids = frames.map((frame) => frame.rid);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        for (const rid of rids) this.pending.delete(rid);
+        reject(new ServerError("client/timeout", `no reply to ${message.type} from the server`));
+      }, REQUEST_TIMEOUT_MS);
+      const entry = { frames, rids, resolve, reject, timer };
+      for (const rid of rids) this.pending.set(rid, entry);
+      for (const frame of frames) this.send(frame);
+    });
   }
 
   _setStatus(status) {
@@ -93,7 +162,8 @@ export class Connection extends EventTarget {
 
   _open() {
     clearTimeout(this.retryTimer);
-    this._setStatus(this.attempt === 0 ? "connecting" : "reconnecting");
+    if (this.socket) return; // already trying
+    this._setStatus(this.everOpened ? "reconnecting" : "connecting");
     let socket;
     try {
       socket = new WebSocket(this.url);
@@ -102,35 +172,97 @@ export class Connection extends EventTarget {
       return;
     }
     this.socket = socket;
+    // A frozen server accepts the TCP connection but never answers the upgrade.
+    clearTimeout(this.connectTimer);
+    this.connectTimer = setTimeout(() => this._abandon(socket, "connect timeout"), CONNECT_TIMEOUT_MS);
     socket.addEventListener("open", () => {
-      const reconnected = this.attempt > 0;
+      if (this.socket !== socket) return;
+      clearTimeout(this.connectTimer);
+      const reconnected = this.everOpened;
+      this.everOpened = true;
       this.attempt = 0;
+      this._startHeartbeat();
       this._setStatus("open");
-      clearInterval(this.pingTimer);
-      this.pingTimer = setInterval(() => this.send({ type: "ping" }), PING_EVERY_MS);
       // Let the app resend what restores its state (resume) before anything queued.
       this.dispatchEvent(new CustomEvent("open", { detail: { reconnected } }));
       const queued = this.queue;
       this.queue = [];
       for (const frame of queued) socket.send(frame);
     });
-    socket.addEventListener("message", (event) => this._receive(event.data));
+    socket.addEventListener("message", (event) => {
+      if (this.socket !== socket) return; // a frame from a socket we gave up on
+      this.unansweredSince = null; // any frame shows the server is alive
+      this._receive(event.data);
+    });
     socket.addEventListener("close", () => {
       if (this.socket !== socket) return;
-      clearInterval(this.pingTimer);
-      this.socket = null;
-      if (this.closedByUs) return;
-      this._scheduleRetry();
+      this._lost();
+      if (!this.closedByUs) this._scheduleRetry();
     });
     // "error" is always followed by "close"; nothing to do here.
   }
 
+  /** Give up on a socket that looks open but is not (no pong, no upgrade) and heal. */
+  _abandon(socket, reason) {
+    if (this.socket !== socket) return;
+    this._lost();
+    try {
+      socket.close(4000, reason); // its "close" event, whenever it comes, is ignored
+    } catch {
+      // already closing
+    }
+    if (!this.closedByUs) this._scheduleRetry();
+  }
+
+  /** The socket is gone: stop its timers and sort out the requests waiting on it. */
+  _lost() {
+    this.socket = null;
+    this._stopTimers();
+    for (const entry of new Set(this.pending.values())) {
+      const [message] = entry.frames;
+      const frames = entry.frames.map((frame) => JSON.stringify(frame));
+      if (this.queue.includes(frames[0])) continue; // never sent: it goes out on the next socket
+      if (isIdempotent(message)) {
+        this.queue.push(...frames); // sent again, with the ping that settles it
+      } else {
+        for (const rid of entry.rids) this.pending.delete(rid);
+        clearTimeout(entry.timer);
+        entry.reject(new ServerError("client/disconnected", `the connection dropped before the server answered ${message.type}`));
+      }
+    }
+  }
+
+  _startHeartbeat() {
+    this._stopTimers();
+    this.unansweredSince = null;
+    this.lastPing = Date.now();
+    this.heartbeat = setInterval(() => {
+      const now = Date.now();
+      if (this.unansweredSince !== null) {
+        if (now - this.unansweredSince > PONG_TIMEOUT_MS) this.dropSocket("no pong");
+      } else if (now - this.lastPing >= PING_EVERY_MS) {
+        this._ping();
+      }
+    }, TICK_MS);
+  }
+
+  _ping() {
+    this.lastPing = Date.now();
+    if (this.unansweredSince === null) this.unansweredSince = this.lastPing;
+    this.sendWithRid({ type: "ping" });
+  }
+
+  _stopTimers() {
+    clearInterval(this.heartbeat);
+    clearTimeout(this.connectTimer);
+    this.heartbeat = null;
+  }
+
   _scheduleRetry() {
+    clearTimeout(this.retryTimer);
     this.attempt += 1;
     this._setStatus("reconnecting");
-    const base = Math.min(BACKOFF_MAX_MS, BACKOFF_START_MS * 2 ** (this.attempt - 1));
-    const delay = base / 2 + Math.random() * (base / 2); // jitter spreads a herd of clients
-    this.retryTimer = setTimeout(() => this._open(), delay);
+    this.retryTimer = setTimeout(() => this._open(), backoffDelay(this.attempt));
   }
 
   _receive(data) {
@@ -150,24 +282,12 @@ export class Connection extends EventTarget {
   }
 
   _answer(message) {
-    let rid = message.rid;
-    if (rid === undefined || rid === null || !this.pending.has(rid)) {
-      rid = undefined;
-      if (message.type !== "error") {
-        for (const [key, entry] of this.pending) {
-          if (entry.match && entry.match(message)) {
-            rid = key;
-            break;
-          }
-        }
-      }
-    }
-    if (rid === undefined) return false;
-    const { resolve, reject, timer } = this.pending.get(rid);
-    this.pending.delete(rid);
-    clearTimeout(timer);
-    if (message.type === "error") reject(new ServerError(message.code, message.message));
-    else resolve(message);
+    const entry = message.rid === undefined ? undefined : this.pending.get(message.rid);
+    if (!entry) return false;
+    for (const rid of entry.rids) this.pending.delete(rid);
+    clearTimeout(entry.timer);
+    if (message.type === "error") entry.reject(new ServerError(message.code, message.message));
+    else entry.resolve(message);
     return true;
   }
 }

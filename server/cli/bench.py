@@ -11,11 +11,13 @@ import argparse
 
 from kibitz.server.cli import register_modules
 
-BENCHMARKS = ("perft", "search", "load")
+BENCHMARKS = ("perft", "search", "load", "faults", "recovery")
 _PACKAGE = "kibitz.benchmarks"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("bench", help="benchmarks against peers (perft, search, load)")
+    parser = subparsers.add_parser(
+        "bench", help="benchmarks against peers (perft, search, load) and fault drills (faults)"
+    )
     benches = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     register_modules(benches, _PACKAGE, BENCHMARKS)

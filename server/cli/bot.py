@@ -7,14 +7,19 @@ import asyncio
 import json
 
 from kibitz.client.bot import play_game
-from kibitz.client.connection import ServerError
+from kibitz.client.connection import PING_INTERVAL_S, PING_TIMEOUT_S, ServerError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "bot", help="play one game as a bot (random legal moves) and print the result as JSON"
     )
-    parser.add_argument("url", help="server URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument(
+        "url",
+        nargs="+",
+        help="server URL, e.g. http://127.0.0.1:8000; more nodes of the same cluster may "
+        "follow, the bot moves on to the next when one goes away",
+    )
     parser.add_argument("--game", required=True)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--opponent", default="human", help="human or ai:LEVEL (1-8)")
@@ -23,6 +28,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--seed", type=int, default=None, help="seed of the random moves")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait per turn")
+    parser.add_argument(
+        "--ping-interval",
+        type=float,
+        default=PING_INTERVAL_S,
+        help="seconds between WebSocket pings (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ping-timeout",
+        type=float,
+        default=PING_TIMEOUT_S,
+        help="seconds without a pong before the socket counts as dead and the bot "
+        "reconnects (default: %(default)s)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -44,12 +62,14 @@ def run(args: argparse.Namespace) -> int:
                 options,
                 args.seed,
                 args.timeout,
+                ping_interval=args.ping_interval,
+                ping_timeout=args.ping_timeout,
             )
         )
     except ServerError as exc:
         return _fail(exc.code, exc.message)
     except (OSError, TimeoutError, ConnectionError) as exc:
-        return _fail("connection", f"cannot reach {args.url}: {exc}")
+        return _fail("connection", f"cannot reach {' or '.join(args.url)}: {exc}")
     print(json.dumps(report.to_dict()))
     return 0
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kibitz.server.app import create_app
+from kibitz.server.app import REDIS_POOL_SIZE, create_app
 from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.server.limits import Limits
 
 log = logging.getLogger("kibitz.serve")
 
@@ -55,7 +56,69 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         else default_data_dir(),
         help="where the private Redis keeps its data (default: %(default)s)",
     )
+    limits = parser.add_argument_group(
+        "limits", "what one client address may use, counted across all nodes in Redis"
+    )
+    defaults = Limits()
+    limits.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        default=_env_int("KIBITZ_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections_per_address),
+        help="open WebSockets per client address (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--max-creates-per-minute",
+        type=int,
+        default=_env_int("KIBITZ_MAX_CREATES_PER_MINUTE", defaults.creates_per_minute),
+        help="rooms created per client address per minute (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--max-ai-games-per-address",
+        type=int,
+        default=_env_int("KIBITZ_MAX_AI_GAMES_PER_ADDRESS", defaults.ai_games_per_address),
+        help="unfinished games against the AI per client address (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--allow-origin",
+        action="append",
+        default=_env_list("KIBITZ_ALLOW_ORIGINS"),
+        metavar="ORIGIN",
+        help="a page origin (https://games.example) allowed to open WebSockets besides "
+        "our own; repeatable; '*' allows any (default: same origin only)",
+    )
+    limits.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=_env_list("KIBITZ_TRUSTED_PROXIES"),
+        metavar="ADDRESS",
+        help="a load balancer's address whose X-Forwarded-For is believed; repeatable",
+    )
+    parser.add_argument(
+        "--redis-pool",
+        type=int,
+        default=_env_int("KIBITZ_REDIS_POOL", REDIS_POOL_SIZE),
+        help="Redis connections per node for commands; more requests wait (default: %(default)s)",
+    )
     parser.set_defaults(func=run)
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def _env_list(name: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    return Limits(
+        connections_per_address=args.max_connections_per_address,
+        creates_per_minute=args.max_creates_per_minute,
+        ai_games_per_address=args.max_ai_games_per_address,
+        allowed_origins=frozenset(args.allow_origin),
+        trusted_proxies=frozenset(args.trusted_proxy),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         log.info("private Redis on %s (data in %s)", embedded.display_url, embedded.data_dir)
     n_workers = args.workers if args.workers is not None else (2 if embedded else 0)
     try:
-        return asyncio.run(_serve(args.host, args.port, redis_url, n_workers))
+        app = create_app(redis_url, limits=limits_from_args(args), redis_pool=args.redis_pool)
+        return asyncio.run(_serve(app, args.host, args.port, redis_url, n_workers))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -86,8 +150,7 @@ def start_worker(redis_url: str) -> subprocess.Popen[bytes]:
     )
 
 
-async def _serve(host: str, port: int, redis_url: str, n_workers: int) -> int:
-    app = create_app(redis_url)
+async def _serve(app: web.Application, host: str, port: int, redis_url: str, n_workers: int) -> int:
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -21,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--lease-ms",
         type=int,
-        default=15_000,
-        help="idle time after which another worker takes a job over",
+        default=5_000,
+        help="idle time after which another worker takes a job over (a live worker renews "
+        "its lease while it searches, so only a dead or frozen worker's job waits this long)",
     )
     parser.add_argument("--max-jobs", type=int, default=None, help="exit after this many jobs")
     parser.add_argument("--name", default="", help="consumer name (default: host-pid)")

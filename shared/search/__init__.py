@@ -15,7 +15,7 @@ from kibitz.shared.search.levels import (
     budget_for_level,
     temperature_for_level,
 )
-from kibitz.shared.search.limits import SearchLimits
+from kibitz.shared.search.limits import CancelToken, SearchLimits
 from kibitz.shared.search.options import TECHNIQUES, SearchOptions
 from kibitz.shared.search.searcher import DepthResult, Searcher
 
@@ -27,6 +27,7 @@ def iterate(game, state, limits=None, options=None):  # type: ignore[no-untyped-
 
 __all__ = [
     "Budget",
+    "CancelToken",
     "DepthResult",
     "MAX_LEVEL",
     "MIN_LEVEL",

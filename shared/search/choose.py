@@ -12,7 +12,7 @@ from kibitz.shared.games.base import Game
 from kibitz.shared.protocol import Budget
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.levels import budget_for_level, temperature_for_level
-from kibitz.shared.search.limits import SearchLimits, now
+from kibitz.shared.search.limits import CancelToken, SearchLimits, now
 from kibitz.shared.search.options import SearchOptions
 from kibitz.shared.search.scores import DECISIVE, plies_to_end
 from kibitz.shared.search.searcher import DepthResult, Searcher
@@ -69,6 +69,7 @@ def choose_move(
     seed: int = 0,
     options: SearchOptions | None = None,
     progress: Callable[[DepthResult], None] | None = None,
+    cancel: CancelToken | None = None,
 ) -> SearchResult:
     """The bot's move at ``level`` (1..8) within ``budget`` (default: the level's budget).
 
@@ -76,6 +77,10 @@ def choose_move(
     for a given seed when the budget binds on depth or nodes. Always returns
     a legal move when one exists: the best move of the deepest completed iteration, or the
     first ordered move if not even depth 1 completed. Raises ValueError in a finished game.
+
+    ``cancel`` lets another thread stop the search early (see :class:`CancelToken`); the
+    result is then the move of the deepest iteration completed so far, as when time runs
+    out (a worker throws it away, or posts it when it was asked to hurry).
     """
     temperature = temperature_for_level(level)
     if budget is None:
@@ -90,11 +95,17 @@ def choose_move(
         # The clock started at the call: table set-up (and a first import) counts too.
         spent = int((now() - start) * 1000)
         limits = SearchLimits(limits.depth, max(1, limits.time_ms - spent), limits.nodes)
+    if cancel is not None:
+        cancel.attach(searcher)
     last: DepthResult | None = None
     for result in searcher.iterate(state, limits):
         last = result
         if progress is not None:
             progress(result)
+        if cancel is not None and cancel.cancelled:
+            # iterate() sets its own deadline when it starts, so a cancel that came just
+            # before that is only seen here, after one iteration.
+            break
     elapsed = max(0, int((now() - start) * 1000))
     unit = evaluation_for(game).unit
     if last is None:

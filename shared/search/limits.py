@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from time import perf_counter
+from typing import Protocol
 
 from kibitz.shared.protocol import Budget
 from kibitz.shared.search.scores import MAX_PLY
@@ -44,3 +46,40 @@ class SearchLimits:
 
 def now() -> float:
     return perf_counter()
+
+
+class _HasDeadline(Protocol):
+    deadline: float
+
+
+class CancelToken:
+    """Stops a running search from another thread (a worker whose job became useless).
+
+    :func:`choose_move` attaches its searcher; :meth:`cancel` then moves the searcher's
+    deadline into the past, which the searcher notices at its next clock poll (every few
+    thousand nodes), exactly as if its time had run out. The search itself stays free of
+    threads and I/O: the token is the only shared object, and it only writes a float.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._target: _HasDeadline | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def attach(self, target: _HasDeadline) -> None:
+        """Bind the searcher that :meth:`cancel` will stop (a token already cancelled
+        stops it at once)."""
+        with self._lock:
+            self._target = target
+            if self._cancelled:
+                target.deadline = float("-inf")
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._target is not None:
+                self._target.deadline = float("-inf")

@@ -274,8 +274,17 @@ def test_every_board_plays_a_move_and_renders(
     expect(page.locator("[data-testid=move-1]")).to_have_text(shown)
     # The AI answers; its move is listed and the turn comes back (or the game ends).
     expect(page.locator("[data-testid=move-2]")).to_be_visible()
-    wait_my_turn_or_over(page)
+    still_playing = wait_my_turn_or_over(page)
     page.screenshot(path=str(screenshot_dir / f"{game}.png"))
+    if still_playing:
+        resign(page)
+
+
+def resign(page: Page) -> None:
+    """End an AI game: the server allows only a few unfinished AI games per address."""
+    page.click("[data-testid=resign]")
+    page.click("[data-testid=choice-yes]")
+    expect(page.locator("[data-testid=result]")).to_contain_text("You lose")
 
 
 # -- renderers alone: choices and orientation, from hand-made views -------------------------

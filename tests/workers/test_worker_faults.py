@@ -13,7 +13,6 @@ import pytest
 import redis
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.workers.worker import GROUP, JOBS, RESULTS
 from tests.conftest import start_server
 
@@ -33,13 +32,6 @@ def wait_until(predicate, timeout: float = 20.0, poll: float = 0.05) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(poll)
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    server = EmbeddedRedis(tmp_path / "redis").start()
-    yield server
-    server.stop()
 
 
 async def test_job_of_a_killed_worker_is_reclaimed(private_redis) -> None:

@@ -1,0 +1,53 @@
+// The error toast: a plain-words title, the server's message and the stable code.
+
+import { ServerError } from "./protocol.js";
+import { el } from "./boards/common.js";
+import { $ } from "./state.js";
+
+const ERROR_SHOW_MS = 9000;
+
+const FRIENDLY_ERRORS = {
+  "room/unknown": "No game with that room id",
+  "room/full": "Both seats are taken",
+  "room/seat_taken": "That seat is taken",
+  "room/stale": "The board changed before your move arrived",
+  "room/busy": "The game is busy; please try again",
+  "move/illegal": "Illegal move",
+  "move/invalid": "Invalid move",
+  "move/not_your_turn": "It is not your turn",
+  "game/over": "The game is over",
+  "auth/token": "This browser holds no seat in that game",
+  "options/invalid": "Invalid game option",
+  "game/unknown": "Unknown game",
+  "rate/limited": "Too many requests; slow down",
+  "server/unavailable": "The server cannot reach its storage; please try again",
+  "server/busy": "The server is busy; please try again",
+  "server/internal": "Something went wrong on the server; nothing was changed",
+  "client/timeout": "The server did not answer",
+  "client/disconnected": "The connection dropped before the server answered",
+};
+
+let errorTimer = null;
+
+export function showError(code, message) {
+  const box = $("error");
+  box.replaceChildren(
+    el("strong", {}, [FRIENDLY_ERRORS[code] || "Error"]),
+    el("span", { class: "detail" }, [message || ""]),
+    el("code", { class: "code", testid: "error-code" }, [code || ""]),
+    el("button", { class: "close", type: "button", "aria-label": "Dismiss", onclick: hideError }, ["\u00D7"]),
+  );
+  box.dataset.code = code || "";
+  box.hidden = false;
+  clearTimeout(errorTimer);
+  errorTimer = setTimeout(hideError, ERROR_SHOW_MS);
+}
+
+export function hideError() {
+  $("error").hidden = true;
+}
+
+export function reportError(err) {
+  if (err instanceof ServerError) showError(err.code, err.message);
+  else showError("client/error", String(err && err.message ? err.message : err));
+}

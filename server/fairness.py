@@ -1,0 +1,318 @@
+"""Fair admission of AI jobs: who gets the next free worker.
+
+Workers read ``kibitz:jobs`` first come, first served, so before this module one
+connection that opened forty strong chess games made everybody else's bot wait for all
+forty searches. Now a job is not written to the stream when its move is committed: it
+waits in a fair queue in front of the stream, and a dispatch step moves jobs into the
+stream only while the stream holds fewer jobs than there are live workers. The stream
+therefore holds only jobs that a worker will start at once, and the order in which jobs
+start is decided by the fair queue, not by arrival.
+
+The fair queue is start-time fair queueing (SFQ) by *owner* (the address that created
+the room), with job costs in milliseconds of expected search time:
+
+- the queue has a virtual clock ``v`` (``kibitz:ai:clock``): the start tag of the job
+  dispatched last;
+- each owner has the finish tag of its last queued job (``kibitz:ai:owners``);
+- a new job starts at ``max(v, owner's finish tag)`` and finishes ``cost`` later;
+- dispatch takes the job with the smallest start tag, the cheaper job on a tie.
+
+An owner with forty queued 2.5 s searches has its jobs starting at 0 s, 2.5 s, ... 97.5 s
+of virtual time; a newcomer's job starts at ``v``, the front of the queue, and goes
+next. With several owners backlogged, each gets workers in proportion to its share and
+an owner that was idle is served first. Nobody is starved, and when nobody else waits
+the flooder's jobs go out as fast as workers free up (the queue never idles a worker).
+When the queue runs empty everybody is even again (the owners' tags are forgotten).
+
+Jobs are not preempted, so with every worker deep in a long search a newcomer would
+still wait for one of them to finish (up to 2.5 s for level-8 chess). To keep live games
+responsive, a worker whose search has run ``YIELD_AFTER_MS`` asks
+``FairQueue.should_yield`` at each lease tick; the answer is yes when the stream is
+full, a waiting job's owner has nothing running, and the searching job's owner is
+backlogged (has another job running or waiting). The worker then stops its search
+early and posts the best move found so far, as if its time had run out. A lone player's
+single game is never cut short; a flooder's searches are, to no less than
+``YIELD_AFTER_MS``, and each waiting job makes at most one search yield
+(``ai:yield:{job id}``, a marker with a TTL).
+
+Room for later: a low-priority class (analysis, hints) would add a large constant to
+its tags (say a day of work) so that every live game's job sorts before it; a game with
+a clock (issue 7) would get the tag ``v`` (the front) when its time left runs short.
+Both are changes to the tag only.
+
+Keys (``kibitz:`` prefix), each bounded:
+
+- ``ai:ready``        sorted set: job id -> start tag + cost/10000 (the cost breaks ties;
+                      it adds less than 1 to an integer tag); members leave on dispatch or drop
+- ``ai:waiting``      hash: job id -> job JSON; at most ``MAX_WAITING`` entries (a commit
+                      that would add more is refused with ``server/busy``)
+- ``ai:owners``       sorted set: owner -> finish tag of its last job; owners the clock
+                      has passed are pruned (they are no different from new ones), all of
+                      them when the queue is empty, and no owner starts more than
+                      ``MAX_LEAD_MS`` of work ahead of the clock
+- ``ai:clock``        string: the virtual clock ``v`` (ms of work)
+- ``ai:workers``      sorted set: worker name -> last beat (ms); beats older than
+                      ``WORKER_TTL_MS`` are pruned; its size is the dispatch window
+- ``ai:yield:{job}``  string with a TTL: a search already yielded for this waiting job
+- ``ai:games:{owner}`` sorted set: unfinished rooms with an AI seat -> last activity (ms);
+                      rooms idle for ``GAME_IDLE_MS`` are pruned, the key expires with them
+
+Dispatch drops (never sends) a job whose room is gone or no longer at the job's version:
+the player resigned or the game moved on while the job waited. Wall-clock times come
+from the Redis server's clock (``TIME``), so nodes and workers with skewed clocks agree.
+The scripts read room keys they are not given (the rooms of queued jobs), which a single
+Redis server allows and Redis Cluster would not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+
+PREFIX = "kibitz:"
+JOBS = PREFIX + "jobs"
+READY = PREFIX + "ai:ready"
+WAITING = PREFIX + "ai:waiting"
+OWNERS = PREFIX + "ai:owners"
+CLOCK = PREFIX + "ai:clock"
+YIELD_PREFIX = PREFIX + "ai:yield:"
+# Not under "workers:": `kibitz status` reads every key there as a worker's heartbeat hash.
+WORKERS_LIVE = PREFIX + "ai:workers"
+ROOM_PREFIX = PREFIX + "room:"
+
+MAX_WAITING = 10_000  # jobs in the fair queue, all owners together
+MAX_COST_MS = 3_000  # a job's expected cost, whatever its budget says
+DEFAULT_COST_MS = 1_000  # for a budget with no time limit (depth- or node-bound)
+MAX_LEAD_MS = 600_000  # an owner's tags run at most this far ahead of the clock
+WORKER_TTL_MS = 10_000  # a worker that has not beaten for this long is not counted
+GAME_IDLE_MS = 30 * 60 * 1000  # an AI room untouched this long stops counting for its owner
+MAX_DISPATCH_SCAN = 64  # ready jobs looked at by one dispatch call (bounded script time)
+YIELD_AFTER_MS = 1_000  # a search this old may be cut short for a waiting newcomer
+YIELD_MARK_MS = 5_000  # lifetime of the "a search yielded for this job" marker
+
+
+def ai_games_key(owner: str) -> str:
+    return f"{PREFIX}ai:games:{owner}"
+
+
+def owner_lane(owner: str, room: str) -> str:
+    """Whose turn in the fair queue a job takes: its owner's, or, for rooms made before
+    owners were recorded, a lane of its own."""
+    return owner or f"room:{room}"
+
+
+def job_cost_ms(time_ms: int | None) -> int:
+    """The expected search time of a job with this time budget, for the virtual clock."""
+    if time_ms is None:
+        return DEFAULT_COST_MS
+    return max(1, min(time_ms, MAX_COST_MS))
+
+
+# Lua functions shared by the store's commit script and the dispatch script below. They
+# are plain text prepended to those scripts, so each script stays one atomic step.
+LUA_FUNCTIONS = """
+local function fair_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Whether one more job fits in the fair queue.
+local function fair_has_room(waiting, id, max_waiting)
+  return redis.call('HEXISTS', waiting, id) == 1
+      or redis.call('HLEN', waiting) < tonumber(max_waiting)
+end
+
+-- Queue a job behind its owner's earlier ones (start-time fair queueing).
+local function fair_enqueue(ready, waiting, owners, clock, owner, id, job, cost, max_lead)
+  local v = tonumber(redis.call('GET', clock) or '0')
+  if redis.call('ZCARD', ready) == 0 then
+    redis.call('DEL', owners)
+  else
+    redis.call('ZREMRANGEBYSCORE', owners, '-inf', v)
+  end
+  local last = tonumber(redis.call('ZSCORE', owners, owner) or v)
+  local start = math.min(math.max(v, last), v + tonumber(max_lead))
+  redis.call('ZADD', ready, start + tonumber(cost) / 10000, id)
+  redis.call('HSET', waiting, id, job)
+  redis.call('ZADD', owners, start + tonumber(cost), owner)
+end
+
+-- Move jobs from the fair queue into the stream while it holds fewer than the live
+-- workers; drop the ones whose room has moved on. Returns {sent, dropped}.
+local function fair_dispatch(ready, waiting, clock, jobs, live, now, worker_ttl, room_prefix, scan)
+  redis.call('ZREMRANGEBYSCORE', live, '-inf', now - tonumber(worker_ttl))
+  local window = math.max(1, redis.call('ZCARD', live))
+  local free = window - redis.call('XLEN', jobs)
+  local sent, dropped, looked = 0, 0, 0
+  while free > 0 and looked < tonumber(scan) do
+    local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+    if #head == 0 then break end
+    looked = looked + 1
+    local id, start = head[1], math.floor(tonumber(head[2]))
+    local job = redis.call('HGET', waiting, id)
+    redis.call('ZREM', ready, id)
+    redis.call('HDEL', waiting, id)
+    local current = false
+    if job then
+      local ok, data = pcall(cjson.decode, job)
+      if ok and type(data) == 'table' and type(data['room']) == 'string' then
+        current = redis.call('HGET', room_prefix .. data['room'], 'version')
+        if current and tonumber(current) ~= tonumber(data['version']) then current = false end
+      end
+    end
+    if current then
+      redis.call('XADD', jobs, '*', 'job', job)
+      if start > tonumber(redis.call('GET', clock) or '0') then
+        redis.call('SET', clock, string.format('%d', start))
+      end
+      sent = sent + 1
+      free = free - 1
+    else
+      dropped = dropped + 1
+    end
+  end
+  return {sent, dropped}
+end
+"""
+
+# KEYS: ready, waiting, clock, jobs, workers live; ARGV: worker ttl ms, room key prefix, scan
+_DISPATCH = (
+    LUA_FUNCTIONS
+    + """
+return fair_dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], fair_now(),
+                     ARGV[1], ARGV[2], ARGV[3])
+"""
+)
+
+# KEYS: workers live; ARGV: worker name, worker ttl ms. Counts the worker in (or refreshes
+# it) and prunes the workers that stopped beating.
+_BEAT = (
+    LUA_FUNCTIONS
+    + """
+local now = fair_now()
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+"""
+)
+
+# KEYS: ready, waiting, jobs, workers live; ARGV: the searching job's owner lane, scan,
+# yield key prefix, marker ms. 1 when a search of this owner should stop early to free
+# its worker for a waiting job whose owner has nothing running (see the module doc).
+_SHOULD_YIELD = """
+local function lane_of(job)
+  local ok, data = pcall(cjson.decode, job or '')
+  if not ok or type(data) ~= 'table' then return nil end
+  local owner = data['owner']
+  if type(owner) ~= 'string' or owner == '' then owner = 'room:' .. tostring(data['room']) end
+  return owner
+end
+local window = math.max(1, redis.call('ZCARD', KEYS[4]))
+if redis.call('XLEN', KEYS[3]) < window then return 0 end
+local running = {}
+for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 256)) do
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'job' then
+      local lane = lane_of(fields[i + 1])
+      if lane then running[lane] = (running[lane] or 0) + 1 end
+    end
+  end
+end
+local mine = ARGV[1]
+local backlogged = (running[mine] or 0) >= 2
+local newcomer = nil
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)) do
+  local lane = lane_of(redis.call('HGET', KEYS[2], id))
+  if lane == mine then backlogged = true end
+  if lane and not running[lane] and not newcomer then newcomer = id end
+end
+if not backlogged or not newcomer then return 0 end
+if redis.call('SET', ARGV[3] .. newcomer, mine, 'NX', 'PX', ARGV[4]) then return 1 end
+return 0
+"""
+
+_DISPATCH_KEYS = [READY, WAITING, CLOCK, JOBS, WORKERS_LIVE]
+_DISPATCH_ARGS: list[Any] = [WORKER_TTL_MS, ROOM_PREFIX, MAX_DISPATCH_SCAN]
+
+
+class FairQueue:
+    """The dispatch and liveness steps for a synchronous client (the workers)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._dispatch = client.register_script(_DISPATCH)
+        self._beat = client.register_script(_BEAT)
+        self._should_yield = client.register_script(_SHOULD_YIELD)
+
+    def dispatch(self) -> tuple[int, int]:
+        """Admit waiting jobs into the stream up to the window: (sent, dropped)."""
+        sent, dropped = self._dispatch(keys=_DISPATCH_KEYS, args=_DISPATCH_ARGS)
+        return int(sent), int(dropped)
+
+    def beat(self, worker: str) -> int:
+        """Count ``worker`` as live now; returns the number of live workers."""
+        return int(self._beat(keys=[WORKERS_LIVE], args=[worker, WORKER_TTL_MS]))
+
+    def should_yield(self, lane: str) -> bool:
+        """Whether a search for owner ``lane`` should stop now to free its worker for a
+        waiting newcomer (claims that newcomer, so only one search yields for it)."""
+        answer = self._should_yield(
+            keys=[READY, WAITING, JOBS, WORKERS_LIVE],
+            args=[lane, MAX_DISPATCH_SCAN, YIELD_PREFIX, YIELD_MARK_MS],
+        )
+        return bool(int(answer))
+
+    def leave(self, worker: str) -> None:
+        """Stop counting ``worker`` (it exits cleanly)."""
+        self.redis.zrem(WORKERS_LIVE, worker)
+
+    def waiting(self) -> int:
+        return int(self.redis.hlen(WAITING))
+
+
+class AsyncFairQueue:
+    """The same steps for an asyncio client (server nodes, tests, benchmarks)."""
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self.redis = client
+        self._dispatch = client.register_script(_DISPATCH)
+
+    async def dispatch(self) -> tuple[int, int]:
+        sent, dropped = await self._dispatch(keys=_DISPATCH_KEYS, args=_DISPATCH_ARGS)
+        return int(sent), int(dropped)
+
+    async def waiting(self) -> int:
+        return int(await self.redis.hlen(WAITING))
+
+
+class FairModel:
+    """The fair queue's policy in plain Python, step for step as the Lua does it (room
+    versions aside): for unit tests and for reasoning about the policy."""
+
+    def __init__(self) -> None:
+        self.clock = 0
+        self.owners: dict[str, int] = {}  # owner -> finish tag of its last job
+        self.ready: dict[str, float] = {}  # job id -> start tag + cost / 10000
+
+    def enqueue(self, owner: str, job_id: str, cost: int) -> int:
+        """Queue a job; returns its start tag."""
+        if not self.ready:
+            self.owners = {}
+        self.owners = {o: t for o, t in self.owners.items() if t > self.clock}
+        last = self.owners.get(owner, self.clock)
+        start = min(max(self.clock, last), self.clock + MAX_LEAD_MS)
+        self.ready[job_id] = start + cost / 10000
+        self.owners[owner] = start + cost
+        return start
+
+    def dispatch(self) -> str | None:
+        """The job a free worker gets next (ties go to the smaller id, as in Redis)."""
+        if not self.ready:
+            return None
+        job_id = min(self.ready, key=lambda j: (self.ready[j], j))
+        self.clock = max(self.clock, math.floor(self.ready.pop(job_id)))
+        return job_id
