@@ -128,7 +128,9 @@ def measure(
         limit = (
             [] if ai_games_limit is None else ["--max-ai-games-per-address", str(ai_games_limit)]
         )
-        proc, url, _ = spawn_server(["--port", "0", "--redis", store.url, "--workers", "0", *limit])
+        proc, url, _ = spawn_server(
+            ["--port", "0", "--redis", store.url, "--workers", "0", "--data-dir", tmp, *limit]
+        )
         threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
         pool = WorkerPool(store.url, workers)
         try:

@@ -160,7 +160,7 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
         proc, url, _ = spawn_server(
-            ["--port", "0", "--redis", redis.url, "--workers", "0", *unlimited]
+            ["--port", "0", "--redis", redis.url, "--workers", "0", "--data-dir", tmp, *unlimited]
         )
         threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
         try:

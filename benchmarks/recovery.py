@@ -54,6 +54,7 @@ class Cluster:
     def __init__(self, root: Path) -> None:
         from kibitz.server.embedded_redis import EmbeddedRedis
 
+        self.root = root  # also the nodes' --data-dir (their SQLite game archive)
         self.redis = EmbeddedRedis(root / "redis", persist=True).start()
         self.nodes: list[tuple[subprocess.Popen[str], str]] = []
 
@@ -63,6 +64,7 @@ class Cluster:
         for _ in range(count):
             proc, url, _ = spawn_server(
                 ["--port", "0", "--redis", self.redis.url, "--workers", "0",
+                 "--data-dir", str(self.root),
                  "--max-connections-per-address", "100000",
                  "--max-creates-per-minute", "100000"]
             )  # fmt: skip

@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kibitz.client.connection import DEFAULT_BACKOFF, Backoff, KibitzClient, ServerError
+from kibitz.client.connection import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    KibitzClient,
+    ServerError,
+    new_player_key,
+)
 
 # A wait that brings nothing for this long asks the server again (``resume`` with since).
 RESYNC_AFTER_S = 10.0
@@ -40,6 +46,7 @@ class BotReport:
             "outcome": self.outcome,
             "reason": self.reason,
             "moves": self.moves,
+            "game_id": self.room,  # the game's id in /api/games/{id} is its room's id
         }
 
 
@@ -56,21 +63,26 @@ async def play_game(
     ping_interval: float | None = None,
     ping_timeout: float | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
+    player_key: str | None = None,
 ) -> BotReport:
     """Create (or join) a room and play random legal moves until the game ends.
 
     ``url`` may list several nodes of one cluster; the bot moves on to the next when one
-    goes away. ``timeout`` bounds each wait for our turn.
+    goes away. ``timeout`` bounds each wait for our turn. ``player_key`` is the bot's
+    player key (a fresh one by default).
     """
+    player_key = player_key or new_player_key()
     rng = random.Random(seed)
     client = await KibitzClient.open(
         url, heal=True, ping_interval=ping_interval, ping_timeout=ping_timeout, backoff=backoff
     )
     try:
         if join:
-            reply = await client.join(join, seat)
+            reply = await client.join(join, seat, player_key=player_key)
         else:
-            reply = await client.create(game, opponent, seat, options, name="bot")
+            reply = await client.create(
+                game, opponent, seat, options, name="bot", player_key=player_key
+            )
         room, my_seat = reply["room"], reply["seat"]
         moved_from: dict[str, Any] | None = None  # the state we last played a move in
 

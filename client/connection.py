@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import json
 import random
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,12 @@ def ws_url(base: str, codec: Codec = "json") -> str:
     if not url.endswith("/ws"):
         url += "/ws"
     return url + ("?codec=msgpack" if codec == "msgpack" else "")
+
+
+def new_player_key() -> str:
+    """A fresh secret player key (32 random bytes, base64url); keep it to stay the same
+    player. The public id it gives is ``kibitz.shared.protocol.player_id(key)``."""
+    return secrets.token_urlsafe(32)
 
 
 def newer_than(version: int) -> Callable[[dict[str, Any]], bool]:
@@ -387,7 +394,10 @@ class KibitzClient:
         seat: int | str | None = None,
         options: dict[str, Any] | None = None,
         name: str | None = None,
+        player_key: str | None = None,
     ) -> dict[str, Any]:
+        """Create a room and take a seat; ``player_key`` (see :func:`new_player_key`)
+        makes the seat's public ``player`` id that key's."""
         message: dict[str, Any] = {"type": "create", "game": game, "opponent": opponent}
         if seat is not None:
             message["seat"] = seat
@@ -395,15 +405,21 @@ class KibitzClient:
             message["options"] = options
         if name:
             message["name"] = name
+        if player_key:
+            message["player_key"] = player_key
         reply = await self.request(message)
         self.tokens[reply["room"]] = (reply["seat"], reply["token"])
         self.following.add(reply["room"])
         return reply
 
-    async def join(self, room: str, seat: int | None = None) -> dict[str, Any]:
+    async def join(
+        self, room: str, seat: int | None = None, player_key: str | None = None
+    ) -> dict[str, Any]:
         message: dict[str, Any] = {"type": "join", "room": room}
         if seat is not None:
             message["seat"] = seat
+        if player_key:
+            message["player_key"] = player_key
         reply = await self.request(message)
         self.tokens[reply["room"]] = (reply["seat"], reply["token"])
         self.following.add(reply["room"])

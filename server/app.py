@@ -31,6 +31,9 @@ from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 
+from kibitz.server import games_api
+from kibitz.server.archive import Archive, display_url
+from kibitz.server.archiver import Archiver, Lifetimes
 from kibitz.server.fairness import WAITING
 from kibitz.server.hub import Connection, Hub
 from kibitz.server.limits import (
@@ -43,7 +46,7 @@ from kibitz.server.limits import (
 from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import RoomError, new_token, seat_for_token, summary
 from kibitz.server.service import RoomService
-from kibitz.server.store import HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
+from kibitz.server.store import ARCHIVE, HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
 from kibitz.shared.games import Outcome, available_games, find_game
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
@@ -91,6 +94,8 @@ METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
 TASKS_KEY = web.AppKey("tasks", list)
 LIMITS_KEY = web.AppKey("limits", Limits)
 LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
+#: The finished-games database (``archive.get``/``archive.list`` for the HTTP API).
+ARCHIVE_KEY = web.AppKey("archive", Archive)
 
 
 class Metrics:
@@ -158,13 +163,21 @@ def create_app(
     node: str | None = None,
     limits: Limits | None = None,
     redis_pool: int = REDIS_POOL_SIZE,
+    database_url: str = "sqlite://",
+    lifetimes: Lifetimes | None = None,
 ) -> web.Application:
+    """The app of one node. ``database_url``: where finished games go (the default, an
+    in-memory SQLite, is for tests; ``kibitz serve`` passes a file or PostgreSQL);
+    ``lifetimes``: how long rooms stay in Redis."""
+    lifetimes = lifetimes or Lifetimes()
     app = web.Application(client_max_size=64 * 1024)
     app[LIMITS_KEY] = limits or Limits()
     app[NODE_KEY] = node or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     app[METRICS_KEY] = Metrics()
 
     async def startup(app: web.Application) -> None:
+        app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
+        log.info("finished games go to %s", display_url(database_url))
         # Commands time out (a hung Redis gives errors, not hung handlers); the pub/sub
         # listener waits indefinitely, so it gets a client of its own.
         redis = command_client(redis_url, redis_pool)
@@ -175,7 +188,7 @@ def create_app(
             retry=Retry(NoBackoff(), 0),  # the hub reconnects (and re-syncs) itself
         )
         await redis.ping()
-        store = RoomStore(redis, app[NODE_KEY])
+        store = RoomStore(redis, app[NODE_KEY], lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
         await store.heartbeat()
         await store.ensure_groups()
         service = RoomService(store, app[LIMITS_KEY].ai_games_per_address)
@@ -185,9 +198,11 @@ def create_app(
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
         app[LIMITER_KEY] = AddressLimiter(redis, app[NODE_KEY], app[LIMITS_KEY])
+        archiver = Archiver(redis, service, archive, app[NODE_KEY], lifetimes)
         app[TASKS_KEY] = [
             asyncio.create_task(consumer.run()),
             asyncio.create_task(beat(store)),
+            asyncio.create_task(archiver.run()),
         ]
 
     async def cleanup(app: web.Application) -> None:
@@ -197,6 +212,7 @@ def create_app(
                 await task
         await app[HUB_KEY].stop()
         await app[REDIS_KEY].aclose()
+        await app[ARCHIVE_KEY].close()
 
     app.on_startup.append(startup)
     app.on_shutdown.append(cleanup)
@@ -204,7 +220,7 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/ws", websocket)
-    app.router.add_get("/api/games", api_games)
+    games_api.register(app)  # /api/games (also the catalogue below), /api/games/{id}...
     app.router.add_get("/api/rooms", api_rooms)
     app.router.add_get("/api/rooms/{room}", api_room)
     app.router.add_get("/api/rooms/{room}/record", api_record)
@@ -357,6 +373,8 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
     out["nodes"] = sorted([key.removeprefix(NODES) async for key in redis.scan_iter(NODES + "*")])
     # Jobs waiting in the fair queue for a worker (the stream holds only those handed out).
     out["jobs"]["queued"] = await redis.hlen(WAITING)
+    # Finished games not yet in the database (each leaves once an archiver has written it).
+    out["archive"] = {"backlog": await redis.xlen(ARCHIVE)}
     out["live_rooms"] = await redis.zcard(LIVE)
     return out
 

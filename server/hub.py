@@ -21,7 +21,7 @@ from aiohttp import WSCloseCode, web
 from redis.asyncio.client import PubSub
 
 from kibitz.server.service import RoomService
-from kibitz.server.store import PREFIX, presence_key
+from kibitz.server.store import PREFIX
 from kibitz.shared.protocol import Codec, encode
 
 log = logging.getLogger(__name__)
@@ -364,14 +364,9 @@ class Hub:
             seat = conn.rooms.get(room_id)
             if seat is not None:
                 counts[seat] += 1
-        key = presence_key(room_id)
         for seat, count in enumerate(counts):
             self._owed_leaves.pop((room_id, seat), None)  # settled by this absolute count
-            field = f"{seat}:{self.store.node}"
-            if count:
-                await self.store.redis.hset(key, field, count)
-            else:
-                await self.store.redis.hdel(key, field)
+            await self.store.restate(room_id, seat, count)
 
     def _deliver(self, channel: str, data: str) -> None:
         room_id = channel[len(PREFIX + "room:") :]

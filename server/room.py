@@ -39,6 +39,8 @@ class Seat:
     level: int | None = None  # AI level, for AI seats
     token_hash: str | None = None  # sha256 of the player's token; None while free
     name: str | None = None
+    #: The public id of the player in this seat (from their player key), if they gave one.
+    player: str | None = None
 
     @property
     def taken(self) -> bool:
@@ -164,11 +166,13 @@ def create_room(
     rng: random.Random | None = None,
     position: str | None = None,
     owner: str | None = None,
+    player: str | None = None,
 ) -> tuple[Room, Event, int]:
     """A new room with its creator seated; returns (room, event, creator's seat).
 
     ``position`` starts the game from that position text instead of the initial one;
-    ``owner`` is the creator's address (see :attr:`Room.owner`).
+    ``owner`` is the creator's address (see :attr:`Room.owner`); ``player`` is the
+    creator's public player id (see :attr:`Seat.player`).
     """
     try:
         game = find_game(game_name)
@@ -180,7 +184,7 @@ def create_room(
         raise RoomError("position/invalid", f"the game is already over in {position!r}")
     seat_index = creator_seat if creator_seat is not None else (rng or random).randrange(2)
     seats = [Seat(), Seat()]
-    seats[seat_index] = Seat("human", None, hash_token(token), creator_name)
+    seats[seat_index] = Seat("human", None, hash_token(token), creator_name, player)
     if opponent.startswith("ai:"):
         seats[1 - seat_index] = Seat("ai", int(opponent[3:]), None, f"AI level {opponent[3:]}")
     room = Room(
@@ -199,9 +203,14 @@ def create_room(
 
 
 def join_room(
-    room: Room, seat: int | None, name: str | None, token: str, now_ms: int
+    room: Room,
+    seat: int | None,
+    name: str | None,
+    token: str,
+    now_ms: int,
+    player: str | None = None,
 ) -> tuple[Room, Event, int]:
-    """Seat a second human player; returns (room, event, seat)."""
+    """Seat a second human player (``player``: their public id); returns (room, event, seat)."""
     free = [i for i, s in enumerate(room.seats) if not s.taken]
     if room.status == "over":
         raise RoomError("game/over", f"room {room.id} is over; watch it instead")
@@ -211,7 +220,7 @@ def join_room(
         raise RoomError("room/full", f"room {room.id} has no free seat; watch it instead")
     index = seat if seat is not None else free[0]
     new = _next(room, now_ms)
-    new.seats[index] = Seat("human", None, hash_token(token), name)
+    new.seats[index] = Seat("human", None, hash_token(token), name, player)
     if all(s.taken for s in new.seats):
         new.status = "playing"
     return new, Event("joined", index), index
@@ -276,6 +285,16 @@ def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
     return new, Event("resign", seat)
 
 
+def abandon(room: Room, now_ms: int) -> tuple[Room, Event]:
+    """End a game nobody has played on for too long: no winner, reason "abandoned"."""
+    if room.status != "playing":
+        raise RoomError("room/not_playing", f"room {room.id} is {room.status}, not playing")
+    new = _next(room, now_ms)
+    new.status = "over"
+    new.result = {"winner": None, "reason": "abandoned"}
+    return new, Event("over")
+
+
 def _next(room: Room, now_ms: int) -> Room:
     """A copy of ``room`` one version later (lists copied so the input never changes)."""
     return replace(
@@ -334,6 +353,7 @@ def snapshot(
                 "kind": s.kind,
                 "level": s.level,
                 "name": s.name,
+                "player": s.player,
                 "taken": s.taken,
                 "connected": s.kind == "ai" or connected[i],
             }
@@ -358,7 +378,8 @@ def summary(room: Room) -> dict[str, Any]:
         "version": room.version,
         "moves": len(room.moves),
         "seats": [
-            {"kind": s.kind, "level": s.level, "name": s.name, "taken": s.taken} for s in room.seats
+            {"kind": s.kind, "level": s.level, "name": s.name, "player": s.player, "taken": s.taken}
+            for s in room.seats
         ],
         "updated_ms": room.updated_ms,
     }

@@ -18,7 +18,7 @@ from kibitz.server.limits import Limits
 from kibitz.server.room import Event, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Budget, Create, JobResult, Join, PlayMove, Resign
+from kibitz.shared.protocol import Budget, Create, JobResult, Join, PlayMove, Resign, player_id
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,7 @@ class RoomService:
                 now_ms(),
                 position=msg.position,
                 owner=owner,
+                player=player_id(msg.player_key) if msg.player_key else None,
             )
             state = find_game(room.game).parse_position(room.start)
             try:
@@ -119,7 +120,8 @@ class RoomService:
         seat_taken: list[int] = []
 
         def decide(room: Room) -> Decision:
-            new, event, seat = rooms.join_room(room, msg.seat, msg.name, token, now_ms())
+            player = player_id(msg.player_key) if msg.player_key else None
+            new, event, seat = rooms.join_room(room, msg.seat, msg.name, token, now_ms(), player)
             seat_taken.append(seat)
             return new, event, self.state_of(room)
 
@@ -140,6 +142,22 @@ class RoomService:
             return new, event, self.state_of(room)
 
         return await self._update(msg.room, decide)
+
+    async def abandon_if_idle(self, room_id: str, idle_ms: int) -> bool:
+        """End a playing game untouched for ``idle_ms`` as abandoned (versioned, like any
+        command); False if it is not (any more) such a game."""
+
+        def decide(room: Room) -> Decision:
+            if room.status != "playing" or now_ms() - room.updated_ms < idle_ms:
+                raise RoomError("room/active", f"room {room.id} is not an idle game")
+            new, event = rooms.abandon(room, now_ms())
+            return new, event, self.state_of(room)
+
+        try:
+            await self._update(room_id, decide)
+        except RoomError:
+            return False
+        return True
 
     async def apply_result(self, result: JobResult) -> ResultOutcome:
         """Play a worker's move if the room still waits for it.

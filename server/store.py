@@ -10,6 +10,8 @@ Keys (``kibitz:`` prefix):
 - ``nodes:{node}``       a server node's heartbeat (with a TTL)
 - channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
 - ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
+- ``archive``            stream with consumer group ``archivers``: rooms whose game ended,
+                         to be written to the database (see archiver.py)
 - ``jobs``               stream with consumer group ``workers``: AI search jobs admitted
                          to the workers (at most one per live worker; see fairness.py)
 - ``ai:*``               the fair queue in front of ``jobs`` (see fairness.py)
@@ -22,6 +24,11 @@ same atomic step appends the event, publishes it, updates the lobby and, when an
 to move, queues its job fairly and admits what the workers can take now. So a job is
 never lost between a commit and its enqueue, and the per-owner AI game limit cannot be
 raced past by two nodes.
+
+Every room key has a bounded lifetime: a waiting room's keys expire after
+``waiting_ttl_ms`` unless somebody joins (the commit that starts the game removes the
+TTL); the commit that ends a game queues the room on ``archive`` in the same atomic step,
+and the archiver gives the keys a TTL once the game is in the database.
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ RESULTS = PREFIX + "results"
 WORKERS_GROUP = "workers"
 SERVERS_GROUP = "servers"
 LIVE = PREFIX + "rooms:live"
+ARCHIVE = PREFIX + "archive"
+ARCHIVERS_GROUP = "archivers"
+WAITING_TTL_MS = 30 * 60 * 1000  # a room nobody joins is forgotten after this long
+FINISHED_TTL_MS = 60 * 60 * 1000  # a finished room stays this long once archived
 EVENTS_KEPT = 10_000  # per room; plenty for any game
 NODES = PREFIX + "nodes:"
 NODE_TTL_S = 15
@@ -66,13 +77,14 @@ def channel(room_id: str) -> str:
 
 
 # KEYS: room, events, live, jobs, ai ready, ai waiting, ai owners, workers live, owner's AI
-#       games, ai clock
+#       games, ai clock, archive stream, presence
 # ARGV: [1] expected version (-1: must not exist), [2] new version, [3] record JSON,
 #       [4] event JSON, [5] snapshot JSON, [6] channel, [7] room id, [8] live (1/0),
 #       [9] updated ms, [10] job JSON or "", [11] max events, [12] job id, [13] job's owner,
 #       [14] job cost ms, [15] AI games mode ("", create, touch, end), [16] AI games limit,
 #       [17] game idle ms, [18] max waiting jobs, [19] max lead ms, [20] worker ttl ms,
-#       [21] room key prefix, [22] dispatch scan
+#       [21] room key prefix, [22] dispatch scan, [23] room status, [24] waiting TTL ms,
+#       [25] finished TTL ms (how long the room stays once archived)
 # Returns {1, version} committed; {0, current version} stale; {-1, AI games} over the
 # owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, _} writes.
 _COMMIT = (
@@ -104,6 +116,17 @@ if ARGV[8] == '1' then
 else
   redis.call('ZREM', KEYS[3], ARGV[7])
 end
+if ARGV[23] == 'waiting' then
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12]}) do
+    redis.call('PEXPIRE', key, ARGV[24])
+  end
+elseif ARGV[23] == 'playing' then
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12]}) do redis.call('PERSIST', key) end
+else
+  -- The game ended (this happens once per room): the archiver takes it from here.
+  redis.call('HSET', KEYS[1], 'archive', 'queued')
+  redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
+end
 if games_mode == 'end' then
   redis.call('ZREM', KEYS[9], ARGV[7])
 elseif games_mode ~= '' then
@@ -133,11 +156,56 @@ end
 return out
 """
 
-# KEYS: presence hash; ARGV: "seat:node", delta. Drops fields that reach zero.
+# KEYS: presence hash, room; ARGV: "seat:node", count, "add" (count is a delta) or "set"
+# (an absolute count). Drops fields that reach zero; the hash lives as long as its room
+# (the room's TTL, if any; a minute if the room is gone).
 _ATTACH = """
-local n = redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
-if n <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+local n = tonumber(ARGV[2])
+if ARGV[3] == 'add' then n = redis.call('HINCRBY', KEYS[1], ARGV[1], n) end
+if n <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+elseif ARGV[3] == 'set' then
+  redis.call('HSET', KEYS[1], ARGV[1], n)
+end
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl == -2 then ttl = 60000 end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return n
+"""
+
+# KEYS: room, events, presence, live, archive stream; ARGV: archive group, entry id,
+# room id, TTL ms. The game is in the database: acknowledge and drop its archive entry,
+# and give the room's keys their remaining lifetime, all in one step.
+_ARCHIVED = """
+redis.call('XACK', KEYS[5], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[5], ARGV[2])
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do redis.call('PEXPIRE', key, ARGV[4]) end
+redis.call('ZREM', KEYS[4], ARGV[3])
+return 1
+"""
+
+# KEYS: room, archive stream; ARGV: room id, TTL ms. Queues a finished room for archiving
+# if it never was (it ended before the archive existed: no "archive" field, no TTL).
+_QUEUE_LEGACY = """
+if redis.call('PTTL', KEYS[1]) ~= -1 or redis.call('HEXISTS', KEYS[1], 'archive') == 1 then
+  return 0
+end
+local ok, room = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'data') or '')
+if not ok or type(room) ~= 'table' or room['status'] ~= 'over' then return 0 end
+redis.call('HSET', KEYS[1], 'archive', 'queued')
+redis.call('XADD', KEYS[2], '*', 'room', ARGV[1], 'ttl_ms', ARGV[2])
+return 1
+"""
+
+# KEYS: room, events, presence, live; ARGV: room id, version ("" when the room must be
+# gone). Deletes what is left of a room that is gone or still at that version, and takes
+# it off the lobby; 0 if the room is there at another version (it moved on).
+_FORGET = """
+local version = redis.call('HGET', KEYS[1], 'version')
+if version and version ~= ARGV[2] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
 """
 
 
@@ -152,16 +220,34 @@ class StaleVersion(Exception):
 class RoomStore:
     """Async access to rooms, their events and the job streams."""
 
-    def __init__(self, redis: aioredis.Redis, node: str = "local") -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        node: str = "local",
+        waiting_ttl_ms: int = WAITING_TTL_MS,
+        finished_ttl_ms: int = FINISHED_TTL_MS,
+    ) -> None:
+        """``waiting_ttl_ms``: how long a room nobody joins lives; ``finished_ttl_ms``:
+        how long a finished room stays once archived (written into its archive entry, so
+        the node that ended the game decides, whichever node archives it)."""
         self.redis = redis
         self.node = node
+        self.waiting_ttl_ms = waiting_ttl_ms
+        self.finished_ttl_ms = finished_ttl_ms
         self._commit = redis.register_script(_COMMIT)
         self._presence = redis.register_script(_PRESENCE)
         self._attach = redis.register_script(_ATTACH)
+        self._archived = redis.register_script(_ARCHIVED)
+        self._forget = redis.register_script(_FORGET)
+        self._queue_legacy = redis.register_script(_QUEUE_LEGACY)
         self.fair = AsyncFairQueue(redis)
 
     async def ensure_groups(self) -> None:
-        for stream, group in ((JOBS, WORKERS_GROUP), (RESULTS, SERVERS_GROUP)):
+        for stream, group in (
+            (JOBS, WORKERS_GROUP),
+            (RESULTS, SERVERS_GROUP),
+            (ARCHIVE, ARCHIVERS_GROUP),
+        ):
             await ensure_group(self.redis, stream, group)
 
     async def load(self, room_id: str) -> Room | None:
@@ -207,6 +293,8 @@ class RoomStore:
                 fairness.WORKERS_LIVE,
                 fairness.ai_games_key(owner),
                 fairness.CLOCK,
+                ARCHIVE,
+                presence_key(room.id),
             ],
             args=[
                 expected_version,
@@ -231,6 +319,9 @@ class RoomStore:
                 fairness.WORKER_TTL_MS,
                 fairness.ROOM_PREFIX,
                 fairness.MAX_DISPATCH_SCAN,
+                room.status,
+                self.waiting_ttl_ms,
+                self.finished_ttl_ms,
             ],
         )
         status, value = int(status), int(value)
@@ -284,7 +375,47 @@ class RoomStore:
 
     async def attach(self, room_id: str, seat: int, delta: int) -> None:
         """Count a connection of ``seat``'s player on this node in (+1) or out (-1)."""
-        await self._attach(keys=[presence_key(room_id)], args=[f"{seat}:{self.node}", delta])
+        await self._attach(
+            keys=[presence_key(room_id), room_key(room_id)],
+            args=[f"{seat}:{self.node}", delta, "add"],
+        )
+
+    async def restate(self, room_id: str, seat: int, count: int) -> None:
+        """Set the count of ``seat``'s connections on this node to ``count`` (absolute)."""
+        await self._attach(
+            keys=[presence_key(room_id), room_key(room_id)],
+            args=[f"{seat}:{self.node}", count, "set"],
+        )
+
+    async def archived(self, room_id: str, entry_id: str, ttl_ms: int) -> None:
+        """The room's game is in the database: acknowledge its ``archive`` entry, give its
+        keys ``ttl_ms`` more to live and take it off the lobby (one atomic step)."""
+        await self._archived(
+            keys=[room_key(room_id), events_key(room_id), presence_key(room_id), LIVE, ARCHIVE],
+            args=[ARCHIVERS_GROUP, entry_id, room_id, ttl_ms],
+        )
+
+    async def queue_if_legacy(self, room_id: str) -> bool:
+        """Queue ``room_id`` for archiving if it is a finished room that never was (it
+        ended before the archive existed); atomic, so only one node queues it."""
+        done = await self._queue_legacy(
+            keys=[room_key(room_id), ARCHIVE], args=[room_id, self.finished_ttl_ms]
+        )
+        return bool(int(done))
+
+    async def drop_archive_entry(self, entry_id: str) -> None:
+        """Acknowledge and delete an ``archive`` entry that names no finished room."""
+        await self.redis.xack(ARCHIVE, ARCHIVERS_GROUP, entry_id)
+        await self.redis.xdel(ARCHIVE, entry_id)
+
+    async def forget(self, room_id: str, version: int | None) -> bool:
+        """Delete what is left of a room that is gone (``version`` None) or still at
+        ``version``, and take it off the lobby; False if the room moved on meanwhile."""
+        done = await self._forget(
+            keys=[room_key(room_id), events_key(room_id), presence_key(room_id), LIVE],
+            args=[room_id, "" if version is None else version],
+        )
+        return bool(int(done))
 
     async def heartbeat(self) -> None:
         """Say this node is alive; its players count as connected while it is."""

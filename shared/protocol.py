@@ -15,7 +15,9 @@ Anything that does not parse raises :class:`ProtocolError` with a stable ``code`
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +27,9 @@ PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
 MAX_POSITION = 4096  # longest position text (with its repetition history) accepted
+
+#: A player key: the secret a client keeps to be the same player across rooms.
+PLAYER_KEY = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 Codec = Literal["json", "msgpack"]
 #: Fields of a Redis stream entry, typed loosely to match redis-py's signatures.
@@ -125,6 +130,7 @@ class Create:
     seat: int | None = None  # 0 (moves first), 1, or None for a random seat
     name: str | None = None
     position: str | None = None  # start from this position text instead of the initial one
+    player_key: str | None = None  # the client's secret player key (see player_id)
     rid: str | int | None = None
 
 
@@ -135,6 +141,7 @@ class Join:
     room: str
     seat: int | None = None
     name: str | None = None
+    player_key: str | None = None  # the client's secret player key (see player_id)
     rid: str | int | None = None
 
 
@@ -191,6 +198,28 @@ ClientMessage = Create | Join | Watch | Resume | PlayMove | Resign | Leave | Pin
 CLIENT_TYPES = ("create", "join", "watch", "resume", "move", "resign", "leave", "ping")
 
 
+def player_id(player_key: str) -> str:
+    """The public id of the player who holds ``player_key``: 32 hex digits.
+
+    The key is a secret the client keeps (a browser in localStorage); the id is derived
+    from it one way, so showing the id to everyone gives nobody the key.
+    """
+    digest = hashlib.sha256(("kibitz-player:" + player_key).encode()).digest()
+    return digest[:16].hex()
+
+
+def _player_key(data: dict[str, Any]) -> str | None:
+    value = data.get("player_key")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not PLAYER_KEY.fullmatch(value):
+        raise ProtocolError(
+            "message/invalid",
+            "field 'player_key' must be 16 to 128 characters of A-Z, a-z, 0-9, '-' and '_'",
+        )
+    return value
+
+
 def parse_opponent(value: object) -> Opponent:
     if value is None or value == "human":
         return "human"
@@ -222,6 +251,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             seat=seat,
             name=_text(data, "name", required=False),
             position=_text(data, "position", required=False, max_length=MAX_POSITION),
+            player_key=_player_key(data),
             rid=rid,
         )
     if kind == "join":
@@ -229,6 +259,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             room=str(_text(data, "room")),
             seat=_int(data, "seat", 0, 1),
             name=_text(data, "name", required=False),
+            player_key=_player_key(data),
             rid=rid,
         )
     if kind == "watch":

@@ -1,18 +1,51 @@
 """Shared fixtures: a real Redis (the product's embedded launcher), a real server process
-on loopback with real worker processes."""
+on loopback with real worker processes, a real PostgreSQL."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from kibitz.benchmarks.local_postgres import LocalPostgres, find_pg_bin
 from kibitz.server.cli.serve import spawn_server
 from kibitz.server.embedded_redis import EmbeddedRedis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Servers keep their SQLite game archive in --data-dir (KIBITZ_DATA_DIR): one
+    temporary directory for the session, not the user's own."""
+    path = tmp_path_factory.mktemp("data")
+    before = os.environ.get("KIBITZ_DATA_DIR")
+    os.environ["KIBITZ_DATA_DIR"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("KIBITZ_DATA_DIR", None)
+    else:
+        os.environ["KIBITZ_DATA_DIR"] = before
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A private PostgreSQL server for the session (initdb in a temporary directory, on a
+    free loopback port; as root it runs as the postgres user)."""
+    if find_pg_bin() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
+    server = LocalPostgres().start()
+    yield server
+    server.stop()
+
+
+def new_postgres_database(server: LocalPostgres) -> str:
+    """A fresh, empty database on ``server``; its URL."""
+    return server.create_database("t_" + uuid.uuid4().hex[:12])
 
 
 @pytest.fixture(scope="session")
@@ -54,13 +87,21 @@ UNLIMITED = {
 
 
 def start_server(
-    redis_url: str, workers: int = 0, extra_env: dict[str, str] | None = None
+    redis_url: str,
+    workers: int = 0,
+    extra_env: dict[str, str] | None = None,
+    database_url: str | None = None,
+    args: Sequence[str] = (),
 ) -> ServerProcess:
-    """Run ``kibitz serve`` on a free loopback port and wait until it listens."""
-    process, url, log = spawn_server(
-        ["--host", "127.0.0.1", "--port", "0", "--redis", redis_url, "--workers", str(workers)],
-        {**UNLIMITED, **(extra_env or {})},
-    )
+    """Run ``kibitz serve`` on a free loopback port and wait until it listens.
+
+    ``database_url``: where it archives finished games (default: SQLite in the session's
+    data directory); ``args``: more ``kibitz serve`` flags."""
+    flags = ["--host", "127.0.0.1", "--port", "0", "--redis", redis_url]
+    flags += ["--workers", str(workers), *args]
+    if database_url:
+        flags += ["--database", database_url]
+    process, url, log = spawn_server(flags, {**UNLIMITED, **(extra_env or {})})
     server = ServerProcess(process, url, log)
     # Keep draining its output so the pipe never fills up.
     threading.Thread(

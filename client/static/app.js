@@ -10,6 +10,8 @@
 //   state.js     the state the screens share
 //   lobby.js     the lobby screen
 //   game.js      the game screen and its choice dialog
+//   gamepage.js  the game page (?game=ID): a played game to step through and export
+//   mygames.js   "My games" on the lobby: this browser's player's games
 //   errors.js    the error toast
 //   storage.js   seats and preferences kept in localStorage
 //   boards/      one renderer per game
@@ -29,6 +31,7 @@ import {
   renderGame,
   resign,
 } from "./game.js";
+import { showGamePage, wireGamePage } from "./gamepage.js";
 import { createGame, joinByInput, refreshRooms, showLobby, watchByInput } from "./lobby.js";
 import { prefs, seatStore } from "./storage.js";
 import { $, app } from "./state.js";
@@ -79,7 +82,9 @@ function route() {
   const params = new URLSearchParams(window.location.search);
   const room = params.get("room");
   const watch = params.get("watch");
-  if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");
+  const game = params.get("game");
+  if (game) showGamePage(game);
+  else if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");
   else if (watch) enterRoom(watch, "watch");
   else showLobby();
 }
@@ -112,6 +117,7 @@ function copyField(id, button) {
 }
 
 function wire() {
+  wireGamePage();
   $("create-form").addEventListener("submit", createGame);
   $("join-form").addEventListener("submit", joinByInput);
   $("watch-btn").addEventListener("click", watchByInput);

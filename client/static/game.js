@@ -5,7 +5,7 @@ import { el } from "./boards/common.js";
 import { reportError } from "./errors.js";
 import { loadGames, playerName, showLobby } from "./lobby.js";
 import { $, app, navigate } from "./state.js";
-import { prefs, seatStore } from "./storage.js";
+import { player, prefs, seatStore } from "./storage.js";
 
 const GAMES_WITH_BOARDS = ["tictactoe", "matches", "othello", "draughts", "chess", "kono", "oware"];
 // Boards turned round for the second seat, so each player sees their own side at the bottom.
@@ -34,6 +34,8 @@ export function onState(message) {
     seatStore.put(message.room, { game: message.game, seat: app.you });
   }
   app.state = message;
+  const mine = app.you !== null && app.you !== undefined && app.token ? message.seats[app.you] : null;
+  if (mine && mine.player) player.remember(mine.player);
   if (!previous || previous.version !== message.version) {
     app.ui = {};
     clearPending();
@@ -60,7 +62,7 @@ export function clearPending() {
 // -- game screen ------------------------------------------------------------------------------
 
 export async function joinRoom(room, seat = undefined) {
-  const message = { type: "join", room };
+  const message = { type: "join", room, player_key: player.key() };
   const name = playerName();
   if (name) message.name = name;
   if (seat !== undefined) message.seat = seat;
@@ -96,6 +98,7 @@ export async function enterRoom(room, mode) {
   app.you = stored ? stored.seat : null;
   clearPending();
   $("lobby").hidden = true;
+  $("replay").hidden = true;
   $("game").hidden = false;
   renderGame();
   loadGames().then(() => app.state && renderGame());
@@ -190,7 +193,8 @@ function resultText(state) {
   return `${playerText(state, result.winner)} wins${reason}.`;
 }
 
-async function boardFor(game) {
+/** The board renderer of `game` (a module from boards/), or null for a game without one. */
+export async function boardFor(game) {
   if (!GAMES_WITH_BOARDS.includes(game)) return null;
   if (!app.boards.has(game)) app.boards.set(game, await import(`./boards/${game}.js`));
   return app.boards.get(game);
@@ -231,7 +235,13 @@ export function renderGame() {
     result.className = `result ${outcome}`;
     result.dataset.winner = winner === null || winner === undefined ? "draw" : String(winner);
     result.dataset.outcome = outcome;
-    result.replaceChildren(el("strong", {}, [resultText(state)]));
+    result.replaceChildren(
+      el("strong", {}, [resultText(state)]),
+      " ",
+      el("a", { href: `?game=${encodeURIComponent(state.room)}`, class: "review-link", testid: "review-link" }, [
+        "Review the game and export it",
+      ]),
+    );
     result.hidden = false;
   } else {
     result.hidden = true;

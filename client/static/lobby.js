@@ -6,14 +6,24 @@ import { reportError } from "./errors.js";
 import { joinRoom, openRoom } from "./game.js";
 import { ServerError } from "./protocol.js";
 import { $, app } from "./state.js";
-import { prefs, seatStore } from "./storage.js";
+import { renderMyHistory } from "./mygames.js";
+import { player, prefs, seatStore } from "./storage.js";
 
 const AI_LEVELS = 8;
 const ROOMS_REFRESH_MS = 4000;
 
-async function fetchJson(path) {
+export async function fetchJson(path) {
   const response = await fetch(path, { headers: { Accept: "application/json" } });
-  if (!response.ok) throw new ServerError("http/error", `${path} answered ${response.status}`);
+  if (!response.ok) {
+    let body = null;
+    try {
+      body = await response.json();
+    } catch {
+      // not JSON: the status says enough
+    }
+    if (body && body.code) throw new ServerError(body.code, body.message);
+    throw new ServerError("http/error", `${path} answered ${response.status}`);
+  }
   return response.json();
 }
 
@@ -32,10 +42,12 @@ export async function showLobby() {
   app.room = null;
   document.title = "kibitz";
   $("game").hidden = true;
+  $("replay").hidden = true;
   $("lobby").hidden = false;
   await loadGames();
   renderGameCards();
   renderMyGames();
+  renderMyHistory();
   refreshRooms();
   clearInterval(app.roomsTimer);
   app.roomsTimer = setInterval(refreshRooms, ROOMS_REFRESH_MS);
@@ -163,6 +175,7 @@ export async function createGame(event) {
     options: readOptions(),
     opponent: $("opponent").value,
     seat: seat === "random" ? "random" : Number(seat),
+    player_key: player.key(),
   };
   if (name) message.name = name;
   const position = $("start-position").value.trim();

@@ -54,3 +54,42 @@ export const prefs = {
     writeJson(PREFS_KEY, { ...readJson(PREFS_KEY, {}), [name]: value });
   },
 };
+
+// -- the player without an account ------------------------------------------------------------
+
+const PLAYER_KEY = "kibitz:player";
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/**
+ * This browser's player: a random secret key, made once and kept in localStorage, sent
+ * with "create" and "join" so the server files every game under one public player id.
+ * The id (32 hex digits) is sha256("kibitz-player:" + key), cut to 16 bytes; it is worked
+ * out here when the page may use WebCrypto, else remembered from a seat the server showed.
+ */
+export const player = {
+  key() {
+    const stored = readJson(PLAYER_KEY, {});
+    if (typeof stored.key === "string" && /^[A-Za-z0-9_-]{16,128}$/.test(stored.key)) return stored.key;
+    const key = base64url(crypto.getRandomValues(new Uint8Array(32)));
+    writeJson(PLAYER_KEY, { key });
+    return key;
+  },
+  async id() {
+    const stored = readJson(PLAYER_KEY, {});
+    if (stored.id) return stored.id;
+    if (!(window.crypto && crypto.subtle)) return null; // plain HTTP off loopback: no WebCrypto
+    const data = new TextEncoder().encode(`kibitz-player:${this.key()}`);
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+    const id = [...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
+    this.remember(id);
+    return id;
+  },
+  /** The id the server showed on our seat (for pages without WebCrypto). */
+  remember(id) {
+    const stored = readJson(PLAYER_KEY, {});
+    if (id && stored.key && stored.id !== id) writeJson(PLAYER_KEY, { ...stored, id });
+  },
+};

@@ -8,6 +8,7 @@ import json
 
 from kibitz.client.bot import play_game
 from kibitz.client.connection import PING_INTERVAL_S, PING_TIMEOUT_S, ServerError
+from kibitz.shared.protocol import PLAYER_KEY
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,6 +29,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--seed", type=int, default=None, help="seed of the random moves")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait per turn")
+    parser.add_argument(
+        "--player-key",
+        default=None,
+        help="the bot's secret player key (16-128 characters of A-Z a-z 0-9 - _), so its "
+        "games are listed under one player id; default: a fresh random key",
+    )
     parser.add_argument(
         "--ping-interval",
         type=float,
@@ -51,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("usage", "--seat takes 0, 1 or random")
     options = dict(item.split("=", 1) for item in args.option)
     seat = None if args.seat in (None, "random") else int(args.seat)
+    if args.player_key is not None and not PLAYER_KEY.fullmatch(args.player_key):
+        return _fail("usage", "--player-key takes 16-128 characters of A-Z a-z 0-9 - _")
     try:
         report = asyncio.run(
             play_game(
@@ -64,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 args.timeout,
                 ping_interval=args.ping_interval,
                 ping_timeout=args.ping_timeout,
+                player_key=args.player_key,
             )
         )
     except ServerError as exc:

@@ -17,6 +17,8 @@ from pathlib import Path
 from aiohttp import web
 
 from kibitz.server.app import REDIS_POOL_SIZE, create_app
+from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
+from kibitz.server.archiver import Lifetimes
 from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.server.limits import Limits
 
@@ -54,7 +56,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=Path(os.environ["KIBITZ_DATA_DIR"])
         if os.environ.get("KIBITZ_DATA_DIR")
         else default_data_dir(),
-        help="where the private Redis keeps its data (default: %(default)s)",
+        help="where the private Redis and the SQLite game archive keep their data "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--database",
+        default=os.environ.get("KIBITZ_DATABASE_URL") or None,
+        metavar="URL",
+        help="database for finished games, e.g. postgresql://user@host/kibitz (default: "
+        "$KIBITZ_DATABASE_URL, else a SQLite file games.sqlite3 in --data-dir)",
+    )
+    lifetimes = parser.add_argument_group(
+        "room lifetimes", "how long rooms stay in Redis (seconds); finished games stay in "
+        "the database"
+    )  # fmt: skip
+    defaults_ms = Lifetimes()
+    lifetimes.add_argument(
+        "--finished-ttl",
+        type=float,
+        default=_env_float("KIBITZ_FINISHED_TTL", defaults_ms.finished_ttl_ms / 1000),
+        help="a finished game, once archived (default: %(default)s)",
+    )
+    lifetimes.add_argument(
+        "--waiting-ttl",
+        type=float,
+        default=_env_float("KIBITZ_WAITING_TTL", defaults_ms.waiting_ttl_ms / 1000),
+        help="a room nobody joins (default: %(default)s)",
+    )
+    lifetimes.add_argument(
+        "--idle-game-limit",
+        type=float,
+        default=_env_float("KIBITZ_IDLE_GAME_LIMIT", defaults_ms.idle_game_limit_ms / 1000),
+        help="an untimed game with no move is ended as abandoned (default: %(default)s)",
     )
     limits = parser.add_argument_group(
         "limits", "what one client address may use, counted across all nodes in Redis"
@@ -107,6 +140,11 @@ def _env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
 def _env_list(name: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
 
@@ -121,11 +159,37 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
     )
 
 
+def lifetimes_from_args(args: argparse.Namespace) -> Lifetimes:
+    for flag in ("finished_ttl", "waiting_ttl", "idle_game_limit"):
+        if getattr(args, flag) <= 0:
+            raise SystemExit(f"--{flag.replace('_', '-')} must be positive")
+    return Lifetimes(
+        finished_ttl_ms=int(args.finished_ttl * 1000),
+        waiting_ttl_ms=int(args.waiting_ttl * 1000),
+        idle_game_limit_ms=int(args.idle_game_limit * 1000),
+    )
+
+
+def database_url(args: argparse.Namespace) -> str:
+    """The finished-games database: --database, else SQLite in the data directory (also
+    with --redis: each machine's nodes then share that file, and a cluster of machines
+    wants PostgreSQL)."""
+    if args.database:
+        return str(args.database)
+    args.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return sqlite_url(args.data_dir / "games.sqlite3")
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=os.environ.get("KIBITZ_LOG", "INFO"),
         format="%(asctime)s serve %(levelname)s %(name)s %(message)s",
     )
+    # Whatever the server writes (the SQLite archive and its journal, the private Redis's
+    # files) holds players' games and token hashes: readable by us alone.
+    os.umask(0o077)
+    lifetimes = lifetimes_from_args(args)
+    archive_url = database_url(args)
     embedded: EmbeddedRedis | None = None
     redis_url = args.redis
     if not redis_url:
@@ -134,8 +198,17 @@ def run(args: argparse.Namespace) -> int:
         log.info("private Redis on %s (data in %s)", embedded.display_url, embedded.data_dir)
     n_workers = args.workers if args.workers is not None else (2 if embedded else 0)
     try:
-        app = create_app(redis_url, limits=limits_from_args(args), redis_pool=args.redis_pool)
+        app = create_app(
+            redis_url,
+            limits=limits_from_args(args),
+            redis_pool=args.redis_pool,
+            database_url=archive_url,
+            lifetimes=lifetimes,
+        )
         return asyncio.run(_serve(app, args.host, args.port, redis_url, n_workers))
+    except ArchiveUnavailable as exc:
+        log.error("cannot open the game archive %s: %s", display_url(archive_url), exc)
+        return 1
     finally:
         if embedded is not None:
             embedded.stop()

@@ -128,7 +128,7 @@ async def test_bot_survives_its_node_killed_mid_game(
                 bot.wait()
     assert killed
     report = json.loads(out.strip().splitlines()[-1])
-    assert set(report) == {"room", "game", "seat", "outcome", "reason", "moves"}, err
+    assert set(report) == {"room", "game", "seat", "outcome", "reason", "moves", "game_id"}, err
     assert report["room"] == room and report["seat"] == 1
     assert report["moves"] == len(state["moves"]) >= 5
     winner = state["result"]["winner"]

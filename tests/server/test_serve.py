@@ -53,6 +53,8 @@ async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path
     # The private Redis stopped with the server (it removes its pid file on shutdown).
     assert (tmp_path / "redis" / "appendonly.aof").exists()
     assert not (tmp_path / "redis" / "redis.pid").exists()
+    # Finished games go to a SQLite file beside it (no database to set up).
+    assert (tmp_path / "games.sqlite3").exists()
     proc, url = serve_embedded(str(tmp_path))
     try:
         with urllib.request.urlopen(f"{url}/api/rooms/{room}") as resp:

@@ -1,0 +1,228 @@
+"""Every finished game into the database exactly once, and every room out of Redis.
+
+**Archiving.** The commit that ends a game also appends the room's id to the stream
+``kibitz:archive`` (same Lua script, same atomic step), so no ended game can be missed.
+Every node runs an :class:`Archiver` reading that stream through the consumer group
+``archivers``: it loads the room and its events, writes the game record (an upsert by
+id, so writing it twice leaves one row), and only then, in one Redis step, acknowledges
+and deletes the entry and gives the room's keys ``finished_ttl_ms`` more to live (long
+enough for a rematch and for clients to fetch the result; the node that ended the game
+wrote it into the entry) and takes it off the lobby.
+A node that dies between reading an entry and acknowledging it leaves the entry pending;
+another node claims it (``XAUTOCLAIM``) once it has been idle ``CLAIM_IDLE_MS``. A
+database or Redis error leaves the entry pending, to be claimed and tried again; an
+entry whose room is gone (or not over) is acknowledged and logged.
+
+**Sweeping.** Each node also looks, every ``SWEEP_S``, at up to ``SWEEP_BATCH`` lobby
+entries (``kibitz:rooms:live``) older than the shorter of the two lifetimes below,
+oldest first, going on from where it stopped the round before:
+
+- a room whose keys expired (a waiting room nobody joined, after ``waiting_ttl_ms``)
+  is taken off the lobby;
+- a playing game idle past its limit (``idle_game_limit_ms`` when untimed) is ended as
+  abandoned through the versioned commit, and so archived like any other;
+- a waiting room older than its lifetime that has no TTL (made before TTLs existed) is
+  deleted.
+
+Once after it starts, a node also walks all room keys, ``LEGACY_SCAN`` at a time each
+round, and queues for archiving every finished room without a TTL: games that ended
+before the archive existed.
+
+Any node may sweep the same room at the same time: the commit is versioned, the delete
+is guarded by the version, and the archive stream's consumer group hands each entry to
+one node, so double work changes nothing.
+
+``KIBITZ_ARCHIVE_DELAY_MS`` (fault injection for tests only): sleep this long after
+reading an entry and before writing it, so a test can kill the node in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from sqlalchemy.exc import SQLAlchemyError
+
+from kibitz.server.archive import Archive, ArchiveError
+from kibitz.server.records import record_of
+from kibitz.server.room import Room
+from kibitz.server.service import RoomService
+from kibitz.server.store import (
+    ARCHIVE,
+    ARCHIVERS_GROUP,
+    FINISHED_TTL_MS,
+    LIVE,
+    WAITING_TTL_MS,
+    RoomStore,
+    ensure_group,
+    room_key,
+)
+
+log = logging.getLogger(__name__)
+
+BLOCK_MS = 1000
+BATCH = 50  # archive entries read at once
+CLAIM_IDLE_MS = 5_000  # a pending entry idle this long belongs to a dead or stuck node
+SWEEP_S = 1.0
+SWEEP_BATCH = 100  # lobby entries looked at per sweep round
+LEGACY_SCAN = 200  # keys looked at per round by the one pass over pre-archive rooms
+IDLE_GAME_LIMIT_MS = 3 * 24 * 60 * 60 * 1000
+RETRY_S = 1.0
+
+TRANSIENT = (SQLAlchemyError, aioredis.ConnectionError, aioredis.TimeoutError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetimes:
+    """How long rooms stay in Redis (milliseconds)."""
+
+    finished_ttl_ms: int = FINISHED_TTL_MS  # after the game is in the database
+    waiting_ttl_ms: int = WAITING_TTL_MS  # a room nobody joins
+    idle_game_limit_ms: int = IDLE_GAME_LIMIT_MS  # an untimed game nobody plays on
+
+    def idle_limit_ms(self, room: Room) -> int:
+        """How long ``room``'s game may go without a move before it is abandoned.
+        Issue 7 (clocks): a timed game will end when its clock runs out instead."""
+        return self.idle_game_limit_ms
+
+
+class Archiver:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        service: RoomService,
+        archive: Archive,
+        node: str,
+        lifetimes: Lifetimes,
+    ) -> None:
+        self.redis = redis
+        self.store: RoomStore = service.store
+        self.service = service
+        self.archive = archive
+        self.node = node
+        self.lifetimes = lifetimes
+        self.delay_s = int(os.environ.get("KIBITZ_ARCHIVE_DELAY_MS") or 0) / 1000
+        self._sweep_offset = 0
+        self._next_sweep = 0.0
+        self._legacy_cursor: int | None = 0  # None once the pass over old rooms is done
+
+    async def run(self) -> None:
+        claim_cursor = "0-0"
+        while True:
+            try:
+                await ensure_group(self.redis, ARCHIVE, ARCHIVERS_GROUP)
+                while True:
+                    # Entries a dead node (or this one, after an error) left pending.
+                    reply: Any = await self.redis.xautoclaim(
+                        ARCHIVE, ARCHIVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor,
+                        count=BATCH,
+                    )  # fmt: skip
+                    claim_cursor = reply[0]
+                    await self._handle(reply[1])
+                    batches: Any = await self.redis.xreadgroup(
+                        ARCHIVERS_GROUP, self.node, {ARCHIVE: ">"}, count=BATCH, block=BLOCK_MS
+                    )
+                    for _stream, entries in batches or []:
+                        await self._handle(entries)
+                    if time.monotonic() >= self._next_sweep:
+                        self._next_sweep = time.monotonic() + SWEEP_S
+                        await self.sweep()
+                        await self.queue_legacy_rooms()
+            except asyncio.CancelledError:
+                raise
+            except TRANSIENT as exc:
+                # The entry stays pending and is claimed again after CLAIM_IDLE_MS.
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.warning("archiving paused (%s); retrying", why)
+                await asyncio.sleep(RETRY_S)
+            except aioredis.ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    log.exception("archive stream error")
+                    await asyncio.sleep(RETRY_S)
+            except Exception:
+                log.exception("archiver error; going on")
+                await asyncio.sleep(RETRY_S)
+
+    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
+        for entry_id, fields in entries:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            fields = fields or {}
+            ttl = fields.get("ttl_ms", "")
+            ttl_ms = int(ttl) if ttl.isdigit() and int(ttl) > 0 else None
+            await self.archive_entry(entry_id, fields.get("room", ""), ttl_ms)
+
+    async def archive_entry(self, entry_id: str, room_id: str, ttl_ms: int | None = None) -> None:
+        """Write ``room_id``'s game to the database, then release the entry and the room.
+        Transient errors propagate, leaving the entry pending; a poison entry (no such
+        finished room, or a record the database refuses) is logged and acknowledged.
+        ``ttl_ms``: the room's lifetime from now, as the entry says (default: ours)."""
+        room = await self.store.load(room_id) if room_id else None
+        if room is None or room.status != "over":
+            why = "gone" if room is None else room.status
+            log.error("archive entry %s names room %r (%s); dropping it", entry_id, room_id, why)
+            await self.store.drop_archive_entry(entry_id)
+            return
+        events = await self.store.events_since(room_id, -1)
+        try:
+            await self.archive.save(record_of(room, events))
+        except (ArchiveError, KeyError, TypeError, ValueError) as exc:
+            log.error("cannot archive room %s (%s); dropping it", room_id, exc)
+            await self.store.drop_archive_entry(entry_id)
+            return
+        await self.store.archived(room_id, entry_id, ttl_ms or self.lifetimes.finished_ttl_ms)
+
+    async def queue_legacy_rooms(self) -> int:
+        """One round of the startup pass over room keys: queue finished rooms that were
+        never queued (they ended before the archive existed); the number queued."""
+        if self._legacy_cursor is None:
+            return 0
+        reply: Any = await self.redis.scan(
+            self._legacy_cursor, match=room_key("*"), count=LEGACY_SCAN, _type="HASH"
+        )
+        cursor, keys = reply
+        self._legacy_cursor = int(cursor) or None
+        queued = 0
+        for key in keys:
+            room_id = key.removeprefix(room_key(""))
+            if ":" not in room_id and await self.store.queue_if_legacy(room_id):  # not presence
+                queued += 1
+        if queued:
+            log.info("queued %d rooms that ended before the archive existed", queued)
+        return queued
+
+    async def sweep(self) -> int:
+        """One bounded round over old lobby entries (see the module doc); the number of
+        rooms it ended or forgot."""
+        now = int(time.time() * 1000)
+        oldest = min(self.lifetimes.waiting_ttl_ms, self.lifetimes.idle_game_limit_ms)
+        ids: Any = await self.redis.zrangebyscore(
+            LIVE, "-inf", now - oldest, start=self._sweep_offset, num=SWEEP_BATCH
+        )
+        # Go on from here next round, or start again at the oldest after the last page.
+        self._sweep_offset = self._sweep_offset + len(ids) if len(ids) == SWEEP_BATCH else 0
+        changed = 0
+        for room_id in ids:
+            room = await self.store.load(room_id)
+            if room is None:  # its keys expired: a waiting room nobody joined
+                changed += await self.store.forget(room_id, None)
+            elif room.status == "playing":
+                limit = self.lifetimes.idle_limit_ms(room)
+                if now - room.updated_ms >= limit and await self.service.abandon_if_idle(
+                    room_id, limit
+                ):
+                    log.info("room %s abandoned after %d ms without a move", room_id, limit)
+                    changed += 1
+            elif (
+                room.status == "waiting"
+                and now - room.updated_ms >= self.lifetimes.waiting_ttl_ms
+                and await self.redis.pttl(room_key(room_id)) < 0
+            ):
+                # Still here past its lifetime and no TTL: made before rooms had one.
+                changed += await self.store.forget(room_id, room.version)
+        return changed

@@ -1,0 +1,190 @@
+"""A game record in the standard text formats: PGN for chess, PDN for draughts, JSON.
+
+Pure functions of a record (the dict that ``GET /api/games/{id}`` answers; see
+docs/protocol.md): no I/O, so they work the same on a live room and an archived game.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import chess
+import chess.pgn
+
+from kibitz.shared.games.chess import GAME as CHESS
+from kibitz.shared.games.draughts import GAME as DRAUGHTS
+from kibitz.shared.protocol import ProtocolError
+
+#: The formats each game can be exported in, besides JSON (which every game has).
+NOTATIONS: dict[str, str] = {"chess": "pgn", "draughts": "pdn"}
+CONTENT_TYPES = {
+    "pgn": "application/x-chess-pgn",
+    "pdn": "application/x-draughts-pdn",
+    "json": "application/json",
+}
+
+PGN_RESULTS = {0: "1-0", 1: "0-1", None: "1/2-1/2"}
+#: PDN scores a game out of 2: a win is 2-0, a draw 1-1.
+PDN_RESULTS = {0: "2-0", 1: "0-2", None: "1-1"}
+
+
+class ExportError(ProtocolError):
+    """A format the game has no notation for."""
+
+
+def formats_for(game: str) -> list[str]:
+    """The export formats of ``game``, its own notation first."""
+    return [NOTATIONS[game], "json"] if game in NOTATIONS else ["json"]
+
+
+def export(record: dict[str, Any], fmt: str) -> tuple[str, str]:
+    """The record as text in ``fmt``, with its content type; ExportError if the game has
+    no such format."""
+    if fmt not in formats_for(record["game"]):
+        raise ExportError(
+            "export/format",
+            f"{record['game']} games export as {' or '.join(formats_for(record['game']))}, "
+            f"not {fmt!r}",
+        )
+    if fmt == "pgn":
+        text = pgn(record)
+    elif fmt == "pdn":
+        text = pdn(record)
+    else:
+        text = json.dumps(move_list(record), indent=1) + "\n"
+    return text, CONTENT_TYPES[fmt]
+
+
+def move_list(record: dict[str, Any]) -> dict[str, Any]:
+    """The game's moves (wire notation, notation for people, seat, time, clocks)."""
+    return {
+        "id": record["id"],
+        "game": record["game"],
+        "start": record["start"],
+        "moves": record["moves"],
+        "result": record["result"],
+    }
+
+
+def _player_name(record: dict[str, Any], seat: int) -> str:
+    """The seat's name for a header: one line (names are typed by people)."""
+    info = record["players"][seat]
+    if info["kind"] == "ai":
+        name = info["name"] or f"AI level {info['level']}"
+    else:
+        name = info["name"] or "Anonymous"
+    return " ".join(name.split())
+
+
+def _date(record: dict[str, Any]) -> str:
+    started = datetime.datetime.fromtimestamp(record["started_ms"] / 1000, datetime.UTC)
+    return started.strftime("%Y.%m.%d")
+
+
+def _result_tag(record: dict[str, Any], results: dict[int | None, str]) -> str:
+    if record["status"] != "over" or record["result"] is None:
+        return "*"
+    return results[record["result"]["winner"]]
+
+
+def _headers(record: dict[str, Any], result: str) -> dict[str, str]:
+    """The Seven Tag Roster (PGN and PDN share it); White is seat 0 in chess and draughts."""
+    return {
+        "Event": f"kibitz game {record['id']}",
+        "Site": "kibitz",
+        "Date": _date(record),
+        "Round": "-",
+        "White": _player_name(record, 0),
+        "Black": _player_name(record, 1),
+        "Result": result,
+    }
+
+
+# -- PGN -------------------------------------------------------------------------------------
+
+
+def pgn(record: dict[str, Any]) -> str:
+    """The chess game as PGN, with a ``[%clk h:mm:ss]`` comment after every move that
+    has clocks (the mover's time left once the move was made)."""
+    state = CHESS.parse_position(record["start"])
+    # A start position may carry the moves since the last irreversible one (for the
+    # repetition count); the PGN starts before them, as those moves were played.
+    root = state.root or state
+    game = chess.pgn.Game()
+    for name, value in _headers(record, _result_tag(record, PGN_RESULTS)).items():
+        game.headers[name] = value
+    if root.board.fen() != chess.STARTING_FEN:
+        game.setup(root.board)
+    if record["result"] is not None:
+        game.headers["Termination"] = record["result"]["reason"]
+    node: chess.pgn.GameNode = game
+    for move in state.line:
+        node = node.add_variation(move)
+    for played in record["moves"]:
+        node = node.add_variation(chess.Move.from_uci(played["move"]))
+        clocks = played.get("clocks_ms")
+        if clocks:
+            node.set_clock(max(0, clocks[played["seat"]]) // 1000)  # whole seconds
+    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
+    return game.accept(exporter) + "\n"
+
+
+# -- PDN -------------------------------------------------------------------------------------
+
+
+def pdn(record: dict[str, Any]) -> str:
+    """The draughts game as PDN (GameType 20, international draughts), with a ``FEN``
+    tag when it did not start from the usual position."""
+    result = _result_tag(record, PDN_RESULTS)
+    tags = _headers(record, result)
+    tags["GameType"] = "20"
+    # Our position text may add history fields (":H", ":E") after the three PDN ones.
+    fen = ":".join(record["start"].split(":")[:3])
+    black_starts = fen.startswith("B")
+    if fen != _initial_draughts_fen():
+        tags["FEN"] = fen
+    lines = [f'[{name} "{_pdn_escape(value)}"]' for name, value in tags.items()]
+    words: list[str] = []  # a move number and its move are one word, never split by a wrap
+    for index, played in enumerate(record["moves"]):
+        ply = index + (1 if black_starts else 0)  # White's moves are the even plies
+        if ply % 2 == 0:
+            words.append(f"{ply // 2 + 1}. {played['move']}")
+        elif index == 0:
+            words.append(f"{ply // 2 + 1}... {played['move']}")
+        else:
+            words.append(played["move"])
+        clocks = played.get("clocks_ms")
+        if clocks:
+            words.append("{[%clock " + _clock_text(clocks[played["seat"]]) + "]}")
+    words.append(result)
+    return "\n".join(lines) + "\n\n" + _wrap(words) + "\n"
+
+
+def _initial_draughts_fen() -> str:
+    start = DRAUGHTS.format_position(DRAUGHTS.initial(DRAUGHTS.normalize_options({})))
+    return ":".join(start.split(":")[:3])
+
+
+def _pdn_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _clock_text(ms: int) -> str:
+    seconds = max(0, ms) // 1000
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _wrap(words: list[str], width: int = 79) -> str:
+    lines: list[str] = []
+    line = ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        lines.append(line)
+    return "\n".join(lines)

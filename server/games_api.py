@@ -1,0 +1,147 @@
+"""Games over HTTP: one game's record, its exports and positions, and the list of games.
+
+A game has one URL, ``/api/games/{id}``, for its whole life: while Redis holds the room
+(live, or finished and not yet expired) the record is built from it
+(:func:`kibitz.server.records.record_of`), afterwards it comes from the archive (the
+database, :class:`kibitz.server.archive.Archive`). The record's shape is in docs/protocol.md.
+
+``GET /api/games`` without parameters still answers the catalogue of game kinds (as it did
+before games were archived); with any of ``player``, ``game``, ``limit`` or ``before`` it
+lists played games, newest first, a page at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aiohttp import web
+
+from kibitz.server import app as server_app
+from kibitz.server import export
+from kibitz.server.archive import ArchiveError
+from kibitz.server.records import record_of
+from kibitz.server.room import RoomError
+from kibitz.shared.games import available_games, find_game
+from kibitz.shared.protocol import error_message
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+LIST_PARAMETERS = ("player", "game", "limit", "before")
+PLAYER_ID = re.compile(r"[0-9a-f]{32}")
+MAX_CURSOR = 200
+
+
+def register(app: web.Application) -> None:
+    app.router.add_get("/api/games", list_games)
+    app.router.add_get("/api/games/{id}", get_game)
+    app.router.add_get("/api/games/{id}/export", export_game)
+    app.router.add_get("/api/games/{id}/positions", game_positions)
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response(error_message(code, message), status=status)
+
+
+# -- one game ----------------------------------------------------------------------------------
+
+
+async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | None:
+    """The record of ``game_id``: from Redis while it holds the room, else the archive."""
+    service = request.app[server_app.SERVICE_KEY]
+    try:
+        room = await service.get(game_id)
+    except RoomError:
+        room = None
+    if room is not None:
+        events = await service.store.events_since(room.id, -1)
+        return record_of(room, events)
+    return await request.app[server_app.ARCHIVE_KEY].get(game_id)
+
+
+async def _record_or_404(request: web.Request) -> dict[str, Any] | web.Response:
+    game_id = request.match_info["id"]
+    record = await load_record(request, game_id)
+    if record is None:
+        return _error(404, "game/not_found", f"no game with id {game_id!r}")
+    return record
+
+
+async def get_game(request: web.Request) -> web.Response:
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    return web.json_response(record)
+
+
+async def export_game(request: web.Request) -> web.Response:
+    """The game as a file: ``?format=pgn`` (chess), ``pdn`` (draughts) or ``json``."""
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    fmt = request.query.get("format", "json")
+    try:
+        text, content_type = export.export(record, fmt)
+    except export.ExportError as exc:
+        return _error(400, exc.code, exc.message)
+    filename = f"kibitz-{record['game']}-{record['id']}.{fmt}"
+    return web.Response(
+        text=text,
+        content_type=content_type,
+        headers={"Content-Disposition": f'inline; filename="{filename}"'},
+    )
+
+
+async def game_positions(request: web.Request) -> web.Response:
+    """What the game page shows beside the record, as it applies no rules itself: the
+    board after every ply (ply 0 is the start) and the export formats of the game:
+    ``{"id", "formats": ["pgn", "json"], "positions": [{"ply", "position", "to_move",
+    "view"}, ...]}``."""
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    game = find_game(record["game"])
+    state = game.parse_position(record["start"])
+    positions = []
+    for ply in range(len(record["moves"]) + 1):
+        if ply:
+            state = game.play(state, record["moves"][ply - 1]["move"])
+        positions.append(
+            {
+                "ply": ply,
+                "position": game.format_position(state),
+                "to_move": game.to_move(state),
+                "view": game.view(state),
+            }
+        )
+    return web.json_response(
+        {"id": record["id"], "formats": export.formats_for(record["game"]), "positions": positions}
+    )
+
+
+# -- the list of games -------------------------------------------------------------------------
+
+
+async def list_games(request: web.Request) -> web.Response:
+    """Played games, newest first: ``{"games": [record, ...], "next": cursor | null}``."""
+    query = request.query
+    if not any(name in query for name in LIST_PARAMETERS):
+        return await server_app.api_games(request)
+    player = query.get("player") or None
+    if player is not None and not PLAYER_ID.fullmatch(player):
+        return _error(400, "query/invalid", "player must be a player id (32 hex digits)")
+    game = query.get("game") or None
+    if game is not None and game not in {g.name for g in available_games()}:
+        return _error(400, "query/invalid", f"no game {game!r}; see GET /api/games")
+    limit_text = query.get("limit", str(DEFAULT_LIMIT))
+    if not limit_text.isdigit() or int(limit_text) < 1:
+        return _error(400, "query/invalid", f"limit must be a whole number 1-{MAX_LIMIT}")
+    limit = min(int(limit_text), MAX_LIMIT)
+    before = query.get("before") or None
+    if before is not None and len(before) > MAX_CURSOR:
+        return _error(400, "query/invalid", "before must be a cursor from an earlier page")
+    try:
+        games, cursor = await request.app[server_app.ARCHIVE_KEY].list(player, game, limit, before)
+    except ArchiveError:
+        return _error(400, "query/invalid", "before must be a cursor from an earlier page")
+    return web.json_response({"games": games, "next": cursor})

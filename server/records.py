@@ -1,0 +1,71 @@
+"""The one JSON shape of a finished (or live) game: what the archive stores and the HTTP
+API serves. Pure: a room record and its event stream in, a plain dict out.
+
+```
+{"id", "game", "options", "start",                      # start: start position text
+ "players": [{"seat", "name", "kind", "level", "player"}, ...],   # one per seat
+ "time_control": None,                                   # clocks come with issue 7
+ "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": None}, ...],
+ "result": {"winner": 0 | 1 | None, "reason": str} | None,
+ "status": "waiting" | "playing" | "over",
+ "started_ms", "ended_ms" (None until over), "chat": []}
+```
+
+Times come from the room's event stream (each version's ``at``). The stream is capped
+(``store.EVENTS_KEPT``), so an event it no longer holds falls back to the room's own
+times: ``updated_ms`` for a move, ``created_ms`` for the start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kibitz.server.room import Room
+
+
+def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The game record of ``room``; ``events`` as ``RoomStore.events_since(id, -1)``
+    returns them (oldest first, each with ``kind`` and ``at``)."""
+    move_times = [int(e["at"]) for e in events if e.get("kind") == "move"]
+    # The n-th move event is the n-th move; a stream trimmed at the front lost the first.
+    missing = len(room.moves) - len(move_times)
+    move_times = [room.updated_ms] * max(0, missing) + move_times[max(0, -missing) :]
+    joins = [int(e["at"]) for e in events if e.get("kind") == "joined"]
+    ended_ms: int | None = None
+    if room.status == "over":
+        last = [int(e["at"]) for e in events if e.get("version") == room.version]
+        ended_ms = last[0] if last else room.updated_ms
+    return {
+        "id": room.id,
+        "game": room.game,
+        "options": dict(room.options),
+        "start": room.start,
+        "players": [
+            {
+                "seat": index,
+                "name": seat.name,
+                "kind": seat.kind,
+                "level": seat.level,
+                "player": getattr(seat, "player", None),
+            }
+            for index, seat in enumerate(room.seats)
+        ],
+        "time_control": None,
+        "moves": [
+            {
+                "move": m.move,
+                "display": m.display,
+                "seat": m.seat,
+                "at_ms": at,
+                "clocks_ms": None,
+            }
+            for m, at in zip(room.moves, move_times, strict=True)
+        ],
+        "result": dict(room.result) if room.result is not None else None,
+        "status": room.status,
+        # The game starts when its last seat is taken: at the join, or at creation
+        # (a game against the AI, or a room over before anybody joined).
+        "started_ms": joins[-1] if joins else room.created_ms,
+        "ended_ms": ended_ms,
+        "chat": [],
+    }
