@@ -4,6 +4,11 @@ Each game is two Python clients playing random legal moves. We measure the time 
 sending a move to the opponent receiving the new state (the latency a player feels),
 and the sustained rate of moves. Loops are bounded in games and in time, and the
 target must be a loopback address unless ``--allow-remote`` is given.
+
+With ``--spectators N`` it plays one game instead, watched by N spectators (spread over
+the ``--url`` nodes given), and times each move's fan-out: from the mover's send until
+the last spectator has the new state. On the private server it also reports the
+server's memory per idle connection (its RSS growth while the spectators connect).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -21,23 +27,53 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from kibitz.client.connection import KibitzClient, ServerError, newer_than
+import aiohttp
+import msgpack
+
+from kibitz.client.connection import KibitzClient, ServerError, newer_than, ws_url
+from kibitz.shared.protocol import Codec
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "load", help="concurrent games over WebSockets: latency, moves/s"
     )
-    parser.add_argument("--url", help="a running server (default: start one on a private Redis)")
+    parser.add_argument(
+        "--url",
+        action="append",
+        help="a running server; repeat to spread clients over nodes (default: start one "
+        "on a private Redis)",
+    )
     parser.add_argument("--game", default="tictactoe")
     parser.add_argument("--games", type=int, default=200, help="games to play in all")
     parser.add_argument("--concurrency", type=int, default=50, help="games at once")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="stop after this long")
+    parser.add_argument(
+        "--spectators",
+        type=int,
+        default=0,
+        help=f"play one game watched by this many spectators (at most {MAX_SPECTATORS}) "
+        "and time the fan-out",
+    )
     parser.add_argument("--codec", choices=("json", "msgpack"), default="json")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --url")
     parser.set_defaults(func=run)
+
+
+MAX_SPECTATORS = 10_000
+OPENING_AT_ONCE = 50  # spectator connections being opened at the same time
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50, p99 and max of ``values`` in ms, rounded (zeros when there are none)."""
+    ordered = sorted(values)
+
+    def pct(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 2) if ordered else 0.0
+
+    return {"p50": pct(0.50), "p99": pct(0.99), "max": round(ordered[-1], 2) if ordered else 0.0}
 
 
 @dataclass
@@ -101,14 +137,156 @@ async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: L
         await b.close()
 
 
-async def drive(url: str, args: argparse.Namespace) -> dict[str, Any]:
+class Spectators:
+    """Raw sockets (aiohttp's client, lighter than a full client: a thousand of them share
+    the bench's process) watching one room. For each state version it notes when the
+    last of them received it."""
+
+    def __init__(self, room: str, codec: Codec) -> None:
+        self.room = room
+        self.codec = codec
+        self.count = 0
+        self.seen: dict[int, int] = {}  # version -> spectators that have it
+        self.complete: dict[int, float] = {}  # version -> when the last one got it
+        self.changed = asyncio.Event()
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        self.readers: list[asyncio.Task[None]] = []
+
+    async def add(self, url: str) -> None:
+        """Connect, watch the room until its state arrives, then read on in the background."""
+        ws = await self.session.ws_connect(
+            ws_url(url, self.codec),
+            timeout=aiohttp.ClientWSTimeout(ws_close=2.0),
+            max_msg_size=2**22,
+            compress=15,  # offer per-message deflate, as browsers do
+        )
+        await ws.send_str(json.dumps({"type": "watch", "room": self.room}))
+        while True:
+            message = _message(await ws.receive(timeout=60))
+            if message.get("type") == "error":
+                raise ServerError(message["code"], message["message"])
+            if message.get("type") == "state":
+                break
+        self.count += 1
+        self.readers.append(asyncio.create_task(self._read(ws, message["version"])))
+
+    async def _read(self, ws: aiohttp.ClientWebSocketResponse, newest: int) -> None:
+        async for frame in ws:
+            message = _message(frame)
+            if message.get("type") != "state" or message["version"] <= newest:
+                continue
+            newest = message["version"]
+            self.seen[newest] = self.seen.get(newest, 0) + 1
+            if self.seen[newest] == self.count:
+                self.complete[newest] = time.perf_counter()
+                self.changed.set()
+
+    async def all_have(self, version: int, timeout: float = 60.0) -> float:
+        """When the last spectator received ``version`` (waiting for it if need be)."""
+        async with asyncio.timeout(timeout):
+            while version not in self.complete:
+                self.changed.clear()
+                await self.changed.wait()
+        return self.complete[version]
+
+    async def close(self) -> None:
+        for reader in self.readers:
+            reader.cancel()
+        await self.session.close()
+
+
+def _message(frame: aiohttp.WSMessage) -> dict[str, Any]:
+    """A received frame's message (an empty dict for control frames)."""
+    if frame.type == aiohttp.WSMsgType.TEXT:
+        message: dict[str, Any] = json.loads(frame.data)
+    elif frame.type == aiohttp.WSMsgType.BINARY:
+        message = msgpack.unpackb(frame.data, raw=False)
+    elif frame.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+        raise ConnectionError("a spectator's socket closed")
+    else:
+        message = {}
+    return message
+
+
+def _rss_bytes(pid: int) -> int:
+    """The resident memory of process ``pid`` (VmRSS in /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+async def drive_spectators(
+    urls: list[str], args: argparse.Namespace, server_pid: int | None = None
+) -> dict[str, Any]:
+    """One game of ``args.game`` watched by ``args.spectators`` clients spread over
+    ``urls``: the move latency to the opponent, the fan-out to the last spectator and,
+    given the server's pid, its RSS per idle connection."""
+    stats = LoadStats()
+    fanout_ms: list[float] = []
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+    a = await KibitzClient.open(urls[0], codec=args.codec, open_timeout=60)
+    b = await KibitzClient.open(urls[-1], codec=args.codec, open_timeout=60)
+    spectators: Spectators | None = None
+    rss_per_connection: float | None = None
+    try:
+        room = (await a.create(args.game, seat=0))["room"]
+        await b.join(room)
+        state = await a.wait_state(room, lambda s: s["status"] == "playing")
+        spectators = Spectators(room, args.codec)
+        rss_before = _rss_bytes(server_pid) if server_pid else 0
+        opening = asyncio.Semaphore(OPENING_AT_ONCE)
+
+        async def spectate(i: int) -> None:
+            async with opening:
+                assert spectators is not None
+                await spectators.add(urls[i % len(urls)])
+
+        await asyncio.gather(*(spectate(i) for i in range(args.spectators)))
+        if server_pid:
+            await asyncio.sleep(0.5)  # let the server settle after the last watch
+            rss_per_connection = (_rss_bytes(server_pid) - rss_before) / args.spectators
+        players = {0: a, 1: b}
+        while state["status"] == "playing":
+            mover, other = players[state["to_move"]], players[1 - state["to_move"]]
+            version = state["version"]
+            sent = time.perf_counter()
+            await mover.move(room, rng.choice(state["legal_moves"]), version)
+            state = await other.wait_state(room, newer_than(version))
+            stats.latencies_ms.append((time.perf_counter() - sent) * 1000)
+            await mover.wait_state(room, newer_than(version))
+            last = await spectators.all_have(state["version"])
+            fanout_ms.append((last - sent) * 1000)
+            stats.moves += 1
+        stats.games += 1
+    finally:
+        await a.close()
+        await b.close()
+        if spectators is not None:
+            await spectators.close()
+    out = stats.summary(time.perf_counter() - started)
+    out.update(
+        game=args.game,
+        concurrency=1,
+        codec=args.codec,
+        spectators=args.spectators,
+        fanout_ms=percentiles(fanout_ms),
+        rss_bytes_per_connection=None if rss_per_connection is None else round(rss_per_connection),
+    )
+    return out
+
+
+async def drive(urls: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """Games at once (``args.concurrency`` lanes, lane i on ``urls[i % len(urls)]``)."""
     stats = LoadStats()
     rng = random.Random(args.seed)
     deadline = time.monotonic() + args.max_seconds
     remaining = args.games
     started = time.perf_counter()
 
-    async def lane() -> None:
+    async def lane(url: str) -> None:
         nonlocal remaining
         while remaining > 0 and time.monotonic() < deadline:
             remaining -= 1
@@ -120,19 +298,42 @@ async def drive(url: str, args: argparse.Namespace) -> dict[str, Any]:
             except (TimeoutError, ConnectionError, OSError, ServerError) as exc:
                 stats.count_error(exc)  # counted, and the bench goes on
 
-    await asyncio.gather(*(lane() for _ in range(max(1, args.concurrency))))
+    lanes = range(max(1, args.concurrency))
+    await asyncio.gather(*(lane(urls[i % len(urls)]) for i in lanes))
     out = stats.summary(time.perf_counter() - started)
     out.update(game=args.game, concurrency=args.concurrency, codec=args.codec)
+    out.update(spectators=0, fanout_ms=None, rss_bytes_per_connection=None)
     return out
 
 
+async def measure(
+    urls: list[str], args: argparse.Namespace, pid: int | None = None
+) -> dict[str, Any]:
+    """The bench asked for, on ``urls`` (``pid``: the private server's process)."""
+    if not args.spectators:
+        return await drive(urls, args)
+    try:
+        return await asyncio.wait_for(drive_spectators(urls, args, pid), args.max_seconds)
+    except (TimeoutError, ConnectionError, OSError, ServerError) as exc:
+        stats = LoadStats()
+        stats.count_error(exc)
+        out = stats.summary(0.0)
+        out.update(game=args.game, concurrency=1, codec=args.codec, spectators=args.spectators)
+        out.update(fanout_ms=None, rss_bytes_per_connection=None)
+        return out
+
+
 def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.spectators <= MAX_SPECTATORS:
+        print(f"kibitz bench load: --spectators must be 0-{MAX_SPECTATORS}", file=sys.stderr)
+        return 2
     if args.url:
-        host = urlparse(args.url).hostname or ""
-        if not args.allow_remote and host not in ("127.0.0.1", "localhost", "::1"):
-            print("kibitz bench load: --url must be a loopback address", file=sys.stderr)
-            return 2
-        result = asyncio.run(drive(args.url, args))
+        for url in args.url:
+            host = urlparse(url).hostname or ""
+            if not args.allow_remote and host not in ("127.0.0.1", "localhost", "::1"):
+                print("kibitz bench load: --url must be a loopback address", file=sys.stderr)
+                return 2
+        result = asyncio.run(measure(args.url, args))
     else:
         result = _with_private_server(args)
     if args.json:
@@ -148,6 +349,14 @@ def run(args: argparse.Namespace) -> int:
             f"move -> opponent sees it: p50 {lat['p50']} ms, p95 {lat['p95']} ms, "
             f"p99 {lat['p99']} ms, max {lat['max']} ms"
         )
+        if result["fanout_ms"]:
+            fan = result["fanout_ms"]
+            print(
+                f"move -> last of {result['spectators']} spectators sees it: p50 {fan['p50']} "
+                f"ms, p99 {fan['p99']} ms, max {fan['max']} ms"
+            )
+        if result["rss_bytes_per_connection"] is not None:
+            print(f"server memory per idle connection: {result['rss_bytes_per_connection']} B")
     return 0 if result["errors"] == 0 else 1
 
 
@@ -164,7 +373,11 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
         )
         threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
         try:
-            return asyncio.run(drive(url, args))
+            return asyncio.run(measure([url], args, proc.pid))
         finally:
             proc.terminate()
-            proc.wait(timeout=15)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # still closing sockets: the bench is done
+                proc.kill()
+                proc.wait()

@@ -8,7 +8,6 @@ reach every follower through the hub (Redis pub/sub), whichever node made them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -34,6 +33,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from kibitz.server import games_api
 from kibitz.server.archive import Archive, display_url
 from kibitz.server.archiver import Archiver, Lifetimes
+from kibitz.server.background import raise_if_stopping, stop_tasks
 from kibitz.server.fairness import WAITING
 from kibitz.server.hub import Connection, Hub
 from kibitz.server.limits import (
@@ -96,6 +96,8 @@ LIMITS_KEY = web.AppKey("limits", Limits)
 LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
 #: The finished-games database (``archive.get``/``archive.list`` for the HTTP API).
 ARCHIVE_KEY = web.AppKey("archive", Archive)
+#: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).
+WS_COMPRESSION_KEY = web.AppKey("ws_compression", bool)
 
 
 class Metrics:
@@ -165,15 +167,18 @@ def create_app(
     redis_pool: int = REDIS_POOL_SIZE,
     database_url: str = "sqlite://",
     lifetimes: Lifetimes | None = None,
+    ws_compression: bool = False,
 ) -> web.Application:
     """The app of one node. ``database_url``: where finished games go (the default, an
     in-memory SQLite, is for tests; ``kibitz serve`` passes a file or PostgreSQL);
-    ``lifetimes``: how long rooms stay in Redis."""
+    ``lifetimes``: how long rooms stay in Redis; ``ws_compression``: offer per-message
+    deflate to WebSocket clients."""
     lifetimes = lifetimes or Lifetimes()
     app = web.Application(client_max_size=64 * 1024)
     app[LIMITS_KEY] = limits or Limits()
     app[NODE_KEY] = node or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     app[METRICS_KEY] = Metrics()
+    app[WS_COMPRESSION_KEY] = ws_compression
 
     async def startup(app: web.Application) -> None:
         app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
@@ -206,10 +211,7 @@ def create_app(
         ]
 
     async def cleanup(app: web.Application) -> None:
-        for task in app[TASKS_KEY]:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_tasks(app[TASKS_KEY])
         await app[HUB_KEY].stop()
         await app[REDIS_KEY].aclose()
         await app[ARCHIVE_KEY].close()
@@ -237,6 +239,7 @@ async def beat(store: RoomStore) -> None:
         try:
             await store.heartbeat()
         except (aioredis.RedisError, OSError) as exc:
+            raise_if_stopping()
             log.warning("heartbeat failed: %s", exc)
 
 
@@ -411,7 +414,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 
 async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResponse:
     app = request.app
-    ws = web.WebSocketResponse(max_msg_size=HARD_FRAME_LIMIT, heartbeat=30)
+    ws = web.WebSocketResponse(
+        max_msg_size=HARD_FRAME_LIMIT, heartbeat=30, compress=app[WS_COMPRESSION_KEY]
+    )
     try:
         await ws.prepare(request)
     except ConnectionResetError:  # the client gave up before we answered: nothing to do

@@ -49,6 +49,7 @@ import redis.asyncio as aioredis
 from sqlalchemy.exc import SQLAlchemyError
 
 from kibitz.server.archive import Archive, ArchiveError
+from kibitz.server.background import raise_if_stopping
 from kibitz.server.records import record_of
 from kibitz.server.room import Room
 from kibitz.server.service import RoomService
@@ -136,6 +137,7 @@ class Archiver:
             except asyncio.CancelledError:
                 raise
             except TRANSIENT as exc:
+                raise_if_stopping()
                 # The entry stays pending and is claimed again after CLAIM_IDLE_MS.
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.warning("archiving paused (%s); retrying", why)
@@ -145,6 +147,7 @@ class Archiver:
                     log.exception("archive stream error")
                     await asyncio.sleep(RETRY_S)
             except Exception:
+                raise_if_stopping()
                 log.exception("archiver error; going on")
                 await asyncio.sleep(RETRY_S)
 

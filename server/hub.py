@@ -1,9 +1,11 @@
 """Connections and fan-out: who on this node follows which room.
 
 Every room change is published by the commit script on the room's channel; each node
-listens to all room channels and forwards a snapshot to its local followers. Sends never
-wait on a client: each connection has a bounded queue drained by its own writer task,
-and a client whose queue overflows is disconnected (it can reconnect and resume).
+listens to all room channels and forwards a snapshot to its local followers. A snapshot
+is encoded once per kind of viewer (seat 0, seat 1, spectator) and codec, and those same
+bytes are queued for every such follower. Sends never wait on a client: each connection
+has a bounded queue of encoded frames drained by its own writer task, and a client whose
+queue overflows is disconnected (it can reconnect and resume).
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import time
 from typing import Any
 
 import redis.asyncio as aioredis
-from aiohttp import WSCloseCode, web
+from aiohttp import WSCloseCode, WSMsgType, web
 from redis.asyncio.client import PubSub
 
+from kibitz.server.background import raise_if_stopping, stop_tasks
 from kibitz.server.service import RoomService
 from kibitz.server.store import PREFIX
-from kibitz.shared.protocol import Codec, encode
+from kibitz.shared.protocol import Codec, encode_bytes
 
 log = logging.getLogger(__name__)
 
-SEND_QUEUE = 64  # messages; past this the client is too slow and is dropped
+SEND_QUEUE = 64  # frames; past this the client is too slow and is dropped
 CLOSE_SLOW = 1013  # "try again later"
 ROOM_PATTERN = PREFIX + "room:*"
 PROBE_S = 1.0  # how often the listener's liveness probe is published
@@ -35,6 +38,25 @@ POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
 SUBSCRIBE_TIMEOUT_S = 5.0
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # a refused connect costs Redis next to nothing
 RESYNC_BATCH = 50  # rooms re-read from Redis at once after a re-subscribe
+
+
+class StateFrames:
+    """One room snapshot and its encodings, each made on first use and then shared.
+
+    Followers differ only in ``you`` (their seat, or None for a spectator) and codec, so a
+    snapshot is encoded at most six times however many follow the room.
+    """
+
+    def __init__(self, snapshot: dict[str, Any]) -> None:
+        self.snapshot = snapshot
+        self._frames: dict[tuple[int | None, Codec], bytes] = {}
+
+    def frame(self, you: int | None, codec: Codec) -> bytes:
+        key = (you, codec)
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = self._frames[key] = encode_bytes({**self.snapshot, "you": you}, codec)
+        return frame
 
 
 class Connection:
@@ -49,25 +71,38 @@ class Connection:
         self.ws = ws
         self.transport = transport
         self.codec = codec
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SEND_QUEUE)
+        self.opcode = WSMsgType.BINARY if codec == "msgpack" else WSMsgType.TEXT
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(SEND_QUEUE)
         self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
         self.last_version: dict[str, int] = {}
         self.closing = False
         self.writer = asyncio.create_task(self._write())
 
     def send(self, message: dict[str, Any]) -> None:
-        """Queue a message; never blocks. Drops the client if it is too slow."""
+        """Encode and queue a message for this client alone; never blocks."""
+        self.send_frame(encode_bytes(message, self.codec))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Queue a frame already encoded in this client's codec; never blocks. Drops the
+        client if it is too slow."""
         if self.closing or self.ws.closed:
             return
         try:
-            self.queue.put_nowait(message)
+            self.queue.put_nowait(frame)
         except asyncio.QueueFull:
-            log.warning("dropping a slow client (%d queued messages)", SEND_QUEUE)
+            log.warning("dropping a slow client (%d queued frames)", SEND_QUEUE)
             self.abort(CLOSE_SLOW, b"too slow")
 
-    def send_state(self, room_id: str, snapshot: dict[str, Any], force: bool = False) -> None:
+    def send_state(
+        self, room_id: str, state: dict[str, Any] | StateFrames, force: bool = False
+    ) -> None:
         """Send a room snapshot with this viewer's seat, skipping versions already sent
-        (unless ``force``: a resync after a fault sends the truth, whatever was sent)."""
+        (unless ``force``: a resync after a fault sends the truth, whatever was sent).
+
+        Pass a :class:`StateFrames` when many followers get the same snapshot, so it is
+        encoded once for all of them."""
+        frames = state if isinstance(state, StateFrames) else StateFrames(state)
+        snapshot = frames.snapshot
         version = int(snapshot["version"])
         last = self.last_version.get(room_id, -1)
         kind = snapshot.get("event", {}).get("kind")
@@ -77,7 +112,7 @@ class Connection:
         ):
             return
         self.last_version[room_id] = version
-        self.send({**snapshot, "you": self.rooms.get(room_id)})
+        self.send_frame(frames.frame(self.rooms.get(room_id), self.codec))
 
     async def close(self, code: int = WSCloseCode.OK, message: bytes = b"") -> None:
         """Flush what is queued (briefly), then close with ``code``."""
@@ -112,14 +147,10 @@ class Connection:
     async def _write(self) -> None:
         try:
             while True:
-                message = await self.queue.get()
-                if message is None:
+                frame = await self.queue.get()
+                if frame is None:
                     return
-                frame = encode(message, self.codec)
-                if isinstance(frame, bytes):
-                    await self.ws.send_bytes(frame)
-                else:
-                    await self.ws.send_str(frame)
+                await self.ws.send_frame(frame, self.opcode)
         except (ConnectionError, RuntimeError, asyncio.CancelledError):
             return
         except Exception:
@@ -173,13 +204,13 @@ class Hub:
         await asyncio.wait_for(self._ready.wait(), timeout=10)
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for conn in list(self.connections):
-            await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
+        await stop_tasks(self._tasks)
+        # Tell every client to reconnect (elsewhere), all at once: one slow client must
+        # not hold up the others.
+        await asyncio.gather(
+            *(conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
+              for conn in list(self.connections))
+        )  # fmt: skip
         await self.redis.aclose()
 
     def add(self, conn: Connection) -> None:
@@ -255,6 +286,7 @@ class Hub:
                 if self._owed_leaves:
                     await self._pay_owed_leaves()
             except (aioredis.RedisError, OSError) as exc:
+                raise_if_stopping()
                 log.debug("liveness probe not sent: %s", _why(exc))
             await asyncio.sleep(PROBE_S)
 
@@ -276,6 +308,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # whatever broke, the cure is a fresh subscription
+                raise_if_stopping()
                 if self._subscribed:
                     log.warning("fan-out listener lost (%s); subscribing again", _why(exc))
                     delay = BACKOFF_MIN_S  # it was live: start the backoff afresh
@@ -329,6 +362,7 @@ class Hub:
                 await self._resync_all()
                 return
             except (aioredis.RedisError, OSError) as exc:
+                raise_if_stopping()
                 log.warning("resync failed (%s); retrying", _why(exc))
                 await asyncio.sleep(delay)
                 delay = min(BACKOFF_MAX_S, delay * 2)
@@ -353,8 +387,9 @@ class Hub:
         await self._restate_presence(room_id, followers)
         snap = await self.service.snapshot(room)
         snap["event"] = {"kind": "resync"}
-        for conn in list(followers):
-            conn.send_state(room_id, snap, force=True)
+        frames = StateFrames(snap)
+        for conn in _players_first(room_id, followers):
+            conn.send_state(room_id, frames, force=True)
 
     async def _restate_presence(self, room_id: str, followers: set[Connection]) -> None:
         """Write this node's player counts for ``room_id`` as they are, not as increments:
@@ -376,15 +411,28 @@ class Hub:
         try:
             message = json.loads(data)
             if message.get("type") == "thinking":
-                # An AI's progress: only for followers at the version it is about.
-                for conn in list(followers):
+                # An AI's progress: only for followers at the version it is about. The
+                # same for all of them, so encoded once per codec.
+                encoded: dict[Codec, bytes] = {}
+                for conn in _players_first(room_id, followers):
                     if conn.last_version.get(room_id) == message["version"]:
-                        conn.send(message)
+                        if conn.codec not in encoded:
+                            encoded[conn.codec] = encode_bytes(message, conn.codec)
+                        conn.send_frame(encoded[conn.codec])
                 return
-            for conn in list(followers):
-                conn.send_state(room_id, message)
+            frames = StateFrames(message)
+            for conn in _players_first(room_id, followers):
+                conn.send_state(room_id, frames)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("dropping a malformed message on %s: %s", channel, exc)
+
+
+def _players_first(room_id: str, followers: set[Connection]) -> list[Connection]:
+    """A room's followers, its players before its spectators: a player waits on the
+    update to move, a spectator only watches."""
+    players = [conn for conn in followers if conn.rooms.get(room_id) is not None]
+    spectators = [conn for conn in followers if conn.rooms.get(room_id) is None]
+    return players + spectators
 
 
 def _why(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from prometheus_client import Counter
 
+from kibitz.server.background import raise_if_stopping
 from kibitz.server.service import RoomService
 from kibitz.server.store import RESULTS, SERVERS_GROUP, ensure_group
 from kibitz.shared.protocol import JobResult, ProtocolError
@@ -59,6 +60,7 @@ class ResultsConsumer:
             except asyncio.CancelledError:
                 raise
             except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
+                raise_if_stopping()
                 log.warning("results stream unavailable (%s); retrying", exc)
                 await asyncio.sleep(0.5)
             except aioredis.ResponseError as exc:
@@ -68,6 +70,7 @@ class ResultsConsumer:
                     log.exception("results stream error")
                     await asyncio.sleep(1.0)
             except Exception:
+                raise_if_stopping()
                 log.exception("results consumer error; going on")
                 await asyncio.sleep(1.0)
 

@@ -55,6 +55,13 @@ def encode(message: dict[str, Any], codec: Codec) -> str | bytes:
     return json.dumps(message, separators=(",", ":"))
 
 
+def encode_bytes(message: dict[str, Any], codec: Codec) -> bytes:
+    """``message`` as the payload of one WebSocket frame: msgpack, or JSON as UTF-8 (to be
+    sent as a text frame). Bytes, so one encoding can be written to many sockets as is."""
+    frame = encode(message, codec)
+    return frame.encode() if isinstance(frame, str) else frame
+
+
 def decode(frame: str | bytes) -> dict[str, Any]:
     """A client frame as a dict: text frames are JSON, binary frames msgpack."""
     size = len(frame.encode() if isinstance(frame, str) else frame)

@@ -132,6 +132,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=_env_int("KIBITZ_REDIS_POOL", REDIS_POOL_SIZE),
         help="Redis connections per node for commands; more requests wait (default: %(default)s)",
     )
+    parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        default=os.environ.get("KIBITZ_WS_COMPRESSION") == "1",
+        help="offer per-message deflate on WebSockets: fewer bytes on slow links, but more "
+        "CPU and memory per connection (default: off; also $KIBITZ_WS_COMPRESSION=1)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -204,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             redis_pool=args.redis_pool,
             database_url=archive_url,
             lifetimes=lifetimes,
+            ws_compression=args.ws_compression,
         )
         return asyncio.run(_serve(app, args.host, args.port, redis_url, n_workers))
     except ArchiveUnavailable as exc:

@@ -96,7 +96,8 @@ class Matches(Game[MatchesState, int]):
 
     def parse_move(self, state: MatchesState, text: str) -> int:
         t = text.strip()
-        if not t.isdigit() or len(t) > 6:
+        # One spelling per move ("3", not "03"), as for every game's notation.
+        if not t.isdigit() or len(t) > 6 or t != str(int(t)):
             raise InvalidMoveError(f"bad matches move {text!r}: expected a number of matches")
         move = int(t)
         if move not in self.legal_moves(state):
