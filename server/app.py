@@ -211,7 +211,8 @@ def create_app(
         ]
 
     async def cleanup(app: web.Application) -> None:
-        await stop_tasks(app[TASKS_KEY])
+        tasks: list[asyncio.Task[None]] = app[TASKS_KEY]
+        await stop_tasks(tasks)
         await app[HUB_KEY].stop()
         await app[REDIS_KEY].aclose()
         await app[ARCHIVE_KEY].close()
