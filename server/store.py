@@ -133,11 +133,13 @@ elseif games_mode ~= '' then
   redis.call('ZADD', KEYS[9], now, ARGV[7])
   redis.call('PEXPIRE', KEYS[9], ARGV[17])
 end
+-- Only a commit that queues a job has anything new to admit (workers admit the rest as
+-- they free up), so a move between people pays nothing for the AI queue.
 if ARGV[10] ~= '' then
   fair_enqueue(KEYS[5], KEYS[6], KEYS[7], KEYS[10], ARGV[13], ARGV[12], ARGV[10], ARGV[14],
                ARGV[19])
+  fair_dispatch(KEYS[5], KEYS[6], KEYS[10], KEYS[4], KEYS[8], now, ARGV[20], ARGV[21], ARGV[22])
 end
-fair_dispatch(KEYS[5], KEYS[6], KEYS[10], KEYS[4], KEYS[8], now, ARGV[20], ARGV[21], ARGV[22])
 return {1, tonumber(ARGV[2])}
 """
 )

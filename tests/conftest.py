@@ -37,7 +37,8 @@ def postgres() -> Iterator[LocalPostgres]:
     """A private PostgreSQL server for the session (initdb in a temporary directory, on a
     free loopback port; as root it runs as the postgres user)."""
     if find_pg_bin() is None:
-        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
+        # A failure, not a skip: a missing install must not pass as proven.
+        pytest.fail("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
     server = LocalPostgres().start()
     yield server
     server.stop()
