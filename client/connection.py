@@ -34,6 +34,11 @@ TRANSIENT_ERRORS = frozenset({"server/unavailable", "room/busy", "server/busy"})
 # (room/stale) if the first copy landed; ``create`` and ``join`` are not resent.
 IDEMPOTENT_TYPES = frozenset({"ping", "watch", "resume", "leave"})
 
+# Player actions: they succeed with the room's broadcast ``state``, so ``request`` follows
+# each with a ping and returns ``{"type": "ack"}`` once the server has handled it (an
+# ``error`` with its ``rid`` raises instead). ``chat`` likewise: its line is broadcast.
+ACTION_TYPES = ("draw", "takeback", "rematch", "abort", "claim", "chat")
+
 # Keepalive of a healing client: a frozen server or a dead network path is found within
 # PING_INTERVAL_S + PING_TIMEOUT_S. Clients that do not heal keep websockets' own default
 # (PLAIN_PING_S for both), so a slow server does not cost them their socket.
@@ -132,6 +137,8 @@ class KibitzClient:
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.states: dict[str, dict[str, Any]] = {}  # room -> the newest state received
         self.tokens: dict[str, tuple[int, str]] = {}  # room -> (seat, token)
+        #: (room, "players" or "spectators") -> the chat lines received, oldest first
+        self.chats: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.following: set[str] = set()  # rooms to resume after a reconnection
         self.welcome: dict[str, Any] | None = None
         self.reconnects = 0
@@ -296,6 +303,12 @@ class KibitzClient:
                 message = self._decode(frame)
                 if message.get("type") == "state":
                     self._remember(message)
+                elif message.get("type") == "chat":
+                    self._remember_chat(message)
+                elif message.get("type") == "seat" and "seek" in message:
+                    # Our seek was accepted (perhaps on another node): we play there now.
+                    self.tokens[message["room"]] = (message["seat"], message["token"])
+                    self.following.add(message["room"])
                 self._deliver(message)
         except websockets.ConnectionClosed:
             pass
@@ -304,6 +317,17 @@ class KibitzClient:
 
     def _deliver(self, message: dict[str, Any]) -> None:
         self.inbox.put_nowait(message)
+
+    def _remember_chat(self, message: dict[str, Any]) -> None:
+        """Keep a room channel's lines: a replay replaces them, a live line is added
+        (unless a replay already brought it)."""
+        key = (message["room"], message["channel"])
+        if message.get("replay"):
+            self.chats[key] = list(message["messages"])
+            return
+        lines = self.chats.setdefault(key, [])
+        last = lines[-1]["id"] if lines else 0
+        lines += [line for line in message["messages"] if line["id"] > last]
 
     def _remember(self, state: dict[str, Any]) -> None:
         """Keep the newest state of its room; a late older version is not kept."""
@@ -370,7 +394,7 @@ class KibitzClient:
         replaced first."""
         rid = done = next(self._rids)
         await self.send({**message, "rid": rid})
-        if message["type"] in ("watch", "resume"):
+        if message["type"] in ("watch", "resume", *ACTION_TYPES):
             # The server handles one connection's messages in order: the pong to this ping
             # comes after the state (or the error) that answers the request.
             done = next(self._rids)
@@ -383,6 +407,8 @@ class KibitzClient:
 
         reply = await self.next_message(answers, timeout)
         if reply.get("rid") == done != rid:
+            if message["type"] in ACTION_TYPES:
+                return {"type": "ack", "room": message["room"]}
             return self.states[message["room"]]
         return reply
 
@@ -395,10 +421,18 @@ class KibitzClient:
         options: dict[str, Any] | None = None,
         name: str | None = None,
         player_key: str | None = None,
+        clock: dict[str, int] | None = None,
+        position: str | None = None,
     ) -> dict[str, Any]:
         """Create a room and take a seat; ``player_key`` (see :func:`new_player_key`)
-        makes the seat's public ``player`` id that key's."""
+        makes the seat's public ``player`` id that key's; ``clock``: the time control,
+        ``{"initial_ms": N, "increment_ms": M}`` or ``{"days_per_move": D}`` (None:
+        untimed); ``position``: start from this position text."""
         message: dict[str, Any] = {"type": "create", "game": game, "opponent": opponent}
+        if clock is not None:
+            message["clock"] = clock
+        if position is not None:
+            message["position"] = position
         if seat is not None:
             message["seat"] = seat
         if options:
@@ -454,6 +488,119 @@ class KibitzClient:
     async def resign(self, room: str) -> None:
         _seat, token = self.tokens[room]
         await self.send({"type": "resign", "room": room, "token": token})
+
+    # Player actions. Each waits until the server has handled it and raises ServerError
+    # if refused (offer/none, offer/not_allowed, abort/too_late, claim/too_early...); what
+    # it changed arrives as the room's next ``state`` (see ``wait_state``).
+
+    async def _act(self, room: str, kind: str, **fields: str) -> None:
+        _seat, token = self.tokens[room]
+        await self.request({"type": kind, "room": room, "token": token, **fields})
+
+    async def draw(self, room: str, action: str = "offer") -> None:
+        """Offer a draw, or ``accept``/``decline`` the opponent's offer (offering when the
+        opponent has offered accepts). An AI answers at once."""
+        await self._act(room, "draw", action=action)
+
+    async def takeback(self, room: str, action: str = "offer") -> None:
+        """Ask to take back your last move (and the reply to it), or ``accept``/``decline``
+        the opponent's request. An AI accepts at levels 1-4."""
+        await self._act(room, "takeback", action=action)
+
+    async def rematch(self, room: str, action: str = "offer") -> None:
+        """Offer a rematch of a finished game, or ``accept``/``decline`` one. Once agreed
+        the state's ``next_room`` names the new room: see :meth:`follow_rematch`."""
+        await self._act(room, "rematch", action=action)
+
+    async def abort(self, room: str) -> None:
+        """Cancel a game that has not started, or in which not both sides have moved."""
+        await self._act(room, "abort")
+
+    async def claim(self, room: str, result: str = "win") -> None:
+        """Claim the win (or a ``draw``) when the opponent has been gone long enough (the
+        state's ``seats[].gone_ms`` and ``claim_after_ms``)."""
+        await self._act(room, "claim", result=result)
+
+    # Chat, seeks and the lobby.
+
+    async def chat(self, room: str, text: str, name: str | None = None) -> None:
+        """Say ``text`` in ``room``: on the players' channel if we hold a seat there, else
+        on the spectators' (as ``name``). Waits until the server has handled it (errors
+        such as ``chat/invalid`` or ``chat/rate`` raise); the line itself comes back as a
+        ``chat`` message to the channel's followers."""
+        message: dict[str, Any] = {"type": "chat", "room": room, "text": text}
+        if room in self.tokens:
+            message["token"] = self.tokens[room][1]
+        elif name:
+            message["name"] = name
+        await self.request(message)
+
+    async def seek(
+        self,
+        game: str,
+        options: dict[str, Any] | None = None,
+        clock: dict[str, int] | None = None,
+        seat: int | str = "random",
+        name: str | None = None,
+        player_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Open a seek in the lobby (``seat``: ours, 0, 1 or "random"); the seek as listed.
+        When someone accepts it we get a ``seat`` message with ``"seek": id`` and then the
+        room's ``state`` (see :meth:`wait_seek_accepted`)."""
+        message: dict[str, Any] = {"type": "seek", "game": game, "seat": seat}
+        if options:
+            message["options"] = options
+        if clock is not None:
+            message["clock"] = clock
+        if name:
+            message["name"] = name
+        if player_key:
+            message["player_key"] = player_key
+        reply = await self.request(message)
+        seek: dict[str, Any] = reply["seek"]
+        return seek
+
+    async def unseek(self, seek: str) -> None:
+        """Withdraw one of our seeks."""
+        await self.request({"type": "unseek", "seek": seek})
+
+    async def accept_seek(
+        self, seek: str, name: str | None = None, player_key: str | None = None
+    ) -> dict[str, Any]:
+        """Accept someone's seek: we are seated in the new room; the ``seat`` reply."""
+        message: dict[str, Any] = {"type": "accept", "seek": seek}
+        if name:
+            message["name"] = name
+        if player_key:
+            message["player_key"] = player_key
+        reply = await self.request(message)
+        self.tokens[reply["room"]] = (reply["seat"], reply["token"])
+        self.following.add(reply["room"])
+        return reply
+
+    async def wait_seek_accepted(self, seek: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The ``seat`` message that says our seek ``seek`` was accepted."""
+        return await self.next_message(
+            lambda m: m["type"] == "seat" and m.get("seek") == seek, timeout
+        )
+
+    async def lobby(self, subscribe: bool = True) -> dict[str, Any]:
+        """Subscribe to the lobby (its ``seeks`` and live ``games`` now, then pushed as they
+        change), or stop with ``subscribe=False``."""
+        return await self.request({"type": "lobby", "subscribe": subscribe})
+
+    async def follow_rematch(self, room: str) -> dict[str, Any]:
+        """Follow the rematch of ``room`` (its state's ``next_room``): as a player, with
+        the same token (the seats are swapped), else as a spectator. Its current state."""
+        new = self.states[room]["next_room"]
+        if not new:
+            raise ValueError(f"room {room} has no rematch yet")
+        if room in self.tokens:
+            seat, token = self.tokens[room]
+            self.tokens[new] = (1 - seat, token)
+            self.following.add(new)
+            return await self.request({"type": "resume", "room": new, "token": token})
+        return await self.watch(new)
 
     async def wait_state(
         self,

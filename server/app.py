@@ -34,8 +34,12 @@ from kibitz.server import games_api
 from kibitz.server.archive import Archive, display_url
 from kibitz.server.archiver import Archiver, Lifetimes
 from kibitz.server.background import raise_if_stopping, stop_tasks
+from kibitz.server.chat import ChatRate, ChatStore, channel_of, chat_message, check_text, sender
+from kibitz.server.clocks import FIRST_MOVE_MS
+from kibitz.server.deadlines import DeadlineSweeper
 from kibitz.server.fairness import WAITING
 from kibitz.server.hub import Connection, Hub
+from kibitz.server.lag import PING_CHECK_S, PING_INTERVAL_S, LagTracker
 from kibitz.server.limits import (
     AddressLimiter,
     LimitExceeded,
@@ -44,25 +48,42 @@ from kibitz.server.limits import (
     origin_allowed,
 )
 from kibitz.server.results import ResultsConsumer
-from kibitz.server.room import RoomError, new_token, seat_for_token, summary
+from kibitz.server.room import Room, RoomError, new_token, seat_for_token
+from kibitz.server.seeks import (
+    MAX_ROOMS_PAGE,
+    SEEKS_CHANNEL,
+    Seeks,
+    decode_cursor,
+    live_rooms_page,
+    lobby_game,
+)
 from kibitz.server.service import RoomService
 from kibitz.server.store import ARCHIVE, HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
 from kibitz.shared.games import Outcome, available_games, find_game
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
+    Abort,
+    AcceptSeek,
+    Chat,
+    Claim,
     ClientMessage,
     Codec,
     Create,
     Join,
     Leave,
+    Lobby,
+    Offer,
     Ping,
     PlayMove,
     ProtocolError,
     Resign,
     Resume,
+    Seek,
+    Unseek,
     Watch,
     decode,
     error_message,
+    left_message,
     parse_client_message,
     pong_message,
     seat_message,
@@ -76,6 +97,10 @@ log = logging.getLogger(__name__)
 HARD_FRAME_LIMIT = 1024 * 1024
 RATE_PER_SECOND = 30.0
 RATE_BURST = 60.0
+PACE_RESET_TOKENS = RATE_PER_SECOND  # a client is over the rate until it pauses this much
+#: Messages past the rate are read more slowly, not refused, unless the client has been
+#: over the rate this long without a break: then they are refused (rate/limited strikes).
+PACE_LIMIT_S = 10.0
 MAX_STRIKES = 20  # malformed frames or rate-limit hits in a window close the socket
 STRIKE_WINDOW_S = 60.0
 CREATES_PER_MINUTE = 20
@@ -96,6 +121,10 @@ LIMITS_KEY = web.AppKey("limits", Limits)
 LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
 #: The finished-games database (``archive.get``/``archive.list`` for the HTTP API).
 ARCHIVE_KEY = web.AppKey("archive", Archive)
+#: Room chat lists (see chat.py).
+CHAT_KEY = web.AppKey("chat", ChatStore)
+#: Seeks and the lobby (see seeks.py).
+SEEKS_KEY = web.AppKey("seeks", Seeks)
 #: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).
 WS_COMPRESSION_KEY = web.AppKey("ws_compression", bool)
 
@@ -168,11 +197,13 @@ def create_app(
     database_url: str = "sqlite://",
     lifetimes: Lifetimes | None = None,
     ws_compression: bool = False,
+    first_move_ms: int = FIRST_MOVE_MS,
 ) -> web.Application:
     """The app of one node. ``database_url``: where finished games go (the default, an
     in-memory SQLite, is for tests; ``kibitz serve`` passes a file or PostgreSQL);
     ``lifetimes``: how long rooms stay in Redis; ``ws_compression``: offer per-message
-    deflate to WebSocket clients."""
+    deflate to WebSocket clients; ``first_move_ms``: how long each side of a timed game
+    has for its first move before the game is aborted."""
     lifetimes = lifetimes or Lifetimes()
     app = web.Application(client_max_size=64 * 1024)
     app[LIMITS_KEY] = limits or Limits()
@@ -196,8 +227,12 @@ def create_app(
         store = RoomStore(redis, app[NODE_KEY], lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
         await store.heartbeat()
         await store.ensure_groups()
-        service = RoomService(store, app[LIMITS_KEY].ai_games_per_address)
+        service = RoomService(store, app[LIMITS_KEY].ai_games_per_address, first_move_ms)
+        await service.sync_clock()
         hub = Hub(pubsub_redis, service, app[NODE_KEY])
+        app[CHAT_KEY] = ChatStore(redis)
+        app[SEEKS_KEY] = seeks = Seeks(redis, service, app[NODE_KEY])
+        hub.channels[SEEKS_CHANNEL] = seeks.on_event
         await hub.start()
         m = app[METRICS_KEY]
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
@@ -208,11 +243,14 @@ def create_app(
             asyncio.create_task(consumer.run()),
             asyncio.create_task(beat(store)),
             asyncio.create_task(archiver.run()),
+            asyncio.create_task(seeks.run()),
+            asyncio.create_task(DeadlineSweeper(service).run()),
         ]
 
     async def cleanup(app: web.Application) -> None:
         tasks: list[asyncio.Task[None]] = app[TASKS_KEY]
         await stop_tasks(tasks)
+        await app[SEEKS_KEY].stop()
         await app[HUB_KEY].stop()
         await app[REDIS_KEY].aclose()
         await app[ARCHIVE_KEY].close()
@@ -227,6 +265,7 @@ def create_app(
     app.router.add_get("/api/rooms", api_rooms)
     app.router.add_get("/api/rooms/{room}", api_room)
     app.router.add_get("/api/rooms/{room}/record", api_record)
+    app.router.add_get("/api/seeks", api_seeks)
     app.router.add_get("/api/status", api_status)
     app.router.add_static("/static/", static_dir(), show_index=False)
     app.router.add_get("/{name:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*}", static_file)
@@ -306,8 +345,30 @@ async def api_games(request: web.Request) -> web.Response:
 
 
 async def api_rooms(request: web.Request) -> web.Response:
-    rooms = await request.app[STORE_KEY].live_rooms()
-    return web.json_response({"rooms": [summary(r) for r in rooms]})
+    """The unfinished rooms, most recent first, a page at a time (``limit``, ``before``)."""
+    service = request.app[SERVICE_KEY]
+    raw_limit = request.query.get("limit", str(MAX_ROOMS_PAGE))
+    if not raw_limit.isdigit() or int(raw_limit) < 1:
+        return web.json_response(
+            error_message("query/invalid", "limit must be a whole number 1 or more"), status=400
+        )
+    limit = min(int(raw_limit), MAX_ROOMS_PAGE)
+    raw_before = request.query.get("before") or request.query.get("cursor") or None
+    try:
+        before = decode_cursor(raw_before) if raw_before else None
+    except ValueError:
+        return web.json_response(
+            error_message("query/invalid", "before must be the next cursor of an earlier page"),
+            status=400,
+        )
+    rooms, next_cursor = await live_rooms_page(service, limit, before)
+    entries = [await lobby_game(service, room) for room in rooms]
+    return web.json_response({"rooms": entries, "next": next_cursor})
+
+
+async def api_seeks(request: web.Request) -> web.Response:
+    """The open seeks, oldest first (as the lobby lists them)."""
+    return web.json_response({"seeks": await request.app[SEEKS_KEY].open_seeks()})
 
 
 async def api_room(request: web.Request) -> web.Response:
@@ -316,7 +377,9 @@ async def api_room(request: web.Request) -> web.Response:
         room = await service.get(request.match_info["room"])
     except RoomError as exc:
         return web.json_response(error_message(exc.code, exc.message), status=404)
-    return web.json_response(await service.snapshot(room))
+    # The shape of a ``state`` a spectator would get on ``watch``.
+    snap = await service.snapshot(room)
+    return web.json_response({**snap, "event": {"kind": "resync"}, "you": None})
 
 
 async def api_record(request: web.Request) -> web.Response:
@@ -416,7 +479,10 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResponse:
     app = request.app
     ws = web.WebSocketResponse(
-        max_msg_size=HARD_FRAME_LIMIT, heartbeat=30, compress=app[WS_COMPRESSION_KEY]
+        max_msg_size=HARD_FRAME_LIMIT,
+        heartbeat=30,
+        compress=app[WS_COMPRESSION_KEY],
+        autoping=False,  # pongs are ours to read: they measure the lag (server/lag.py)
     )
     try:
         await ws.prepare(request)
@@ -432,12 +498,22 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
     try:
         async for frame in ws:
             if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                session.received_ms = session.service.clock_ms()
                 if not await session.on_frame(frame.data):
                     break
+            elif frame.type == WSMsgType.PING:
+                await ws.pong(frame.data)
+            elif frame.type == WSMsgType.PONG:
+                session.lag.on_pong(frame.data)
             elif frame.type == WSMsgType.ERROR:
                 break
     finally:
+        session.pinger.cancel()
         app[METRICS_KEY].connections.dec()
+        try:
+            await app[SEEKS_KEY].closed(session)  # its seeks go with it
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("could not remove a closed connection's seeks: %s", exc)
         try:
             for room_id in await hub.remove(conn):
                 await app[SERVICE_KEY].publish_presence(room_id)
@@ -468,11 +544,24 @@ class Session:
         self.strikes_since = time.monotonic()
         self.tokens = RATE_BURST
         self.refilled = time.monotonic()
+        self.paced_since: float | None = None  # since when messages wait for the rate
+        #: The connection's round trips (server/lag.py), measured while it holds a seat,
+        #: and when its frame being handled arrived (server clock ms): what a move's
+        #: clock counts to.
+        self.lag = LagTracker()
+        self.received_ms = self.service.clock_ms()
+        self.pinger = asyncio.create_task(self._ping_loop())
+        self.chat_rate = ChatRate()
+        self.id = uuid.uuid4().hex  # names this connection to other nodes (seeks)
 
     async def on_frame(self, data: str | bytes) -> bool:
-        """Handle one frame; False when the connection must close."""
-        if not self._take_token():
-            return self._strike("rate/limited", "too many messages; slow down")
+        """Handle one frame; False when the connection must close.
+
+        The client's replies must not pile up: the frame is handled only once what is
+        queued for it has drained (a client that stopped reading is dropped instead).
+        """
+        if not await self.conn.drained():
+            return False
         try:
             raw = decode(data)
         except ProtocolError as exc:
@@ -481,11 +570,19 @@ class Session:
                 self.close_code, self.close_reason = WSCloseCode.MESSAGE_TOO_BIG, b"frame too large"
                 return False
             return self._strike(exc.code, exc.message)
+        rid = raw.get("rid")
+        rid = rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+        if not await self._pace():
+            return self._strike(
+                "rate/limited",
+                f"more than {RATE_PER_SECOND:g} messages a second for over "
+                f"{PACE_LIMIT_S:g} s; slow down",
+                rid,
+            )
         try:
             message = parse_client_message(raw)
         except ProtocolError as exc:
-            rid = raw.get("rid")
-            return self._strike(exc.code, exc.message, rid if isinstance(rid, int | str) else None)
+            return self._strike(exc.code, exc.message, rid)
         self.metrics.messages.labels(type(message).__name__.lower()).inc()
         try:
             await self.dispatch(message)
@@ -502,29 +599,73 @@ class Session:
     async def dispatch(self, message: ClientMessage) -> None:
         service, conn = self.service, self.conn
         if isinstance(message, Ping):
-            conn.send(pong_message(message.rid))
+            conn.send(pong_message(message.rid, service.clock_ms()))
         elif isinstance(message, Create):
             await self._count_create()
             token = new_token()
             room, seat = await service.create(message, token, owner=self.address)
             conn.send(seat_message(room.id, seat, token, message.rid))
-            await self._follow(room.id, seat)
+            await self.follow_seated(room, seat, {"kind": "created", "seat": seat})
         elif isinstance(message, Join):
             token = new_token()
             room, seat = await service.join(message, token)
             conn.send(seat_message(room.id, seat, token, message.rid))
-            await self._follow(room.id, seat)
+            await self.follow_seated(room, seat, {"kind": "joined", "seat": seat})
         elif isinstance(message, Watch):
-            await self._follow(message.room, None)
+            # Watching a room this connection plays in keeps the seat (and ``you``).
+            await self._follow(message.room, conn.rooms.get(message.room))
         elif isinstance(message, Resume):
             await self._resume(message)
         elif isinstance(message, PlayMove):
-            await service.move(message)
+            await self._answer(await service.move(message, self.lag.estimate_ms, self.received_ms))
             self.metrics.moves.inc()
         elif isinstance(message, Resign):
-            await service.resign(message)
-        elif isinstance(message, Leave) and await self.hub.unfollow(conn, message.room):
-            await service.publish_presence(message.room)
+            await self._answer(await service.resign(message))
+        elif isinstance(message, Offer):
+            await self._answer(await service.offer(message))
+        elif isinstance(message, Abort):
+            await self._answer(await service.abort(message))
+        elif isinstance(message, Claim):
+            await self._answer(await service.claim(message))
+        elif isinstance(message, Leave):
+            if await self.hub.unfollow(conn, message.room):
+                await service.publish_presence(message.room)
+            conn.send(left_message(message.room, message.rid))
+        elif isinstance(message, Chat):
+            await self._chat(message)
+        elif isinstance(message, Seek | Unseek | AcceptSeek | Lobby):
+            await self.app[SEEKS_KEY].handle(self, message)
+
+    async def _answer(self, room: Room) -> None:
+        """Answer a change to ``room`` made for this connection with the state it led to,
+        before anything else this connection sends is handled (the broadcast's copy of the
+        same version is then skipped). A request that changed nothing (a second copy of an
+        agreed rematch) is answered with the room as it is (a ``resync``)."""
+        if room.id not in self.conn.rooms:
+            return  # not following the room: the broadcast is not for us either
+        snap = self.service.committed_state(room.id, room.version)
+        if snap is not None and snap["version"] > self.conn.last_version.get(room.id, -1):
+            self.conn.send_state(room.id, snap)
+        else:
+            await self._send_current(room.id, None)
+
+    async def follow_seated(self, room: Room, seat: int, event: dict[str, Any]) -> None:
+        """Follow ``room`` (as committed with ``event``: ``created``/``joined``) as the
+        player just seated in ``seat``, and send it as its one state with that event. The
+        commit already showed this seat connected, so nobody needs a presence update."""
+        await self.hub.follow(self.conn, room.id, seat)
+        snap = await self.service.snapshot(room)
+        snap["event"] = event
+        self.conn.send_state(room.id, snap)  # skipped if its broadcast got here first
+        latest = await self.service.get(room.id)
+        if latest.version > room.version:  # it moved on before we followed it
+            await self._send_current(room.id, room.version)
+        else:
+            await self._replay_chat(room.id)
+
+    async def follow_room(self, room_id: str, seat: int | None) -> None:
+        """Follow ``room_id`` as ``seat`` and send its state (an accepted seek)."""
+        await self._follow(room_id, seat)
 
     async def _follow(self, room_id: str, seat: int | None) -> None:
         await self.service.get(room_id)  # it exists (else room/unknown)
@@ -550,8 +691,36 @@ class Session:
         event: dict[str, Any] = {"kind": "resync"}
         if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
             event["missed"] = await self.service.store.events_since(room_id, since)
+        elif since is not None and room.version - since > RESUME_REPLAY:
+            # Too far back to list it all: the last RESUME_REPLAY versions, and from where.
+            start = room.version - RESUME_REPLAY
+            event["missed"] = await self.service.store.events_since(room_id, start)
+            event["missed_from"] = start
         snap["event"] = event
         self.conn.send_state(room.id, snap)
+        await self._replay_chat(room_id)
+
+    async def _replay_chat(self, room_id: str) -> None:
+        """The last lines of the room's chat channel this connection reads, if any."""
+        which = channel_of(self.conn.rooms.get(room_id))
+        lines = await self.app[CHAT_KEY].history(room_id, which)
+        if lines:
+            self.conn.send({**chat_message(room_id, which, lines), "replay": True})
+
+    async def _chat(self, message: Chat) -> None:
+        """A chat line: checked, rate-limited per connection, stored and published."""
+        text = check_text(message.text)
+        room = await self.service.get(message.room)
+        which, seat, name = sender(room, message.token, message.name)
+        if which == "spectators" and self.conn.rooms.get(room.id, "absent") is not None:
+            raise ProtocolError(
+                "chat/invalid",
+                f"to chat with the spectators of {room.id}, watch it first"
+                if room.id not in self.conn.rooms
+                else f"you play in {room.id}: send your seat's token to chat as a player",
+            )
+        self.chat_rate.take()
+        await self.app[CHAT_KEY].post(room, which, seat, name, text)
 
     async def _count_create(self) -> None:
         """Rooms cost storage: one connection may open CREATES_PER_MINUTE a minute, and one
@@ -568,12 +737,31 @@ class Session:
             raise ProtocolError(exc.code, exc.message) from None
         self.creates.append(now)
 
-    def _take_token(self) -> bool:
+    def _refill(self) -> float:
         now = time.monotonic()
         self.tokens = min(RATE_BURST, self.tokens + (now - self.refilled) * RATE_PER_SECOND)
         self.refilled = now
-        if self.tokens < 1:
+        return now
+
+    async def _pace(self) -> bool:
+        """Take this message's token from the bucket (RATE_BURST, refilled at
+        RATE_PER_SECOND), waiting for it when the bucket is empty: a burst is read more
+        slowly, not refused. False (refuse it) once the client has been over the rate
+        for PACE_LIMIT_S without a break."""
+        now = self._refill()
+        if self.tokens >= 1:
+            self.tokens -= 1
+            if self.tokens >= PACE_RESET_TOKENS:
+                # A real break: the client left a second's worth of messages unsent.
+                # (Not any spare token: a sleep that overshoots under load leaves one.)
+                self.paced_since = None
+            return True
+        if self.paced_since is None:
+            self.paced_since = now
+        elif now - self.paced_since > PACE_LIMIT_S:
             return False
+        await asyncio.sleep((1 - self.tokens) / RATE_PER_SECOND)
+        self._refill()
         self.tokens -= 1
         return True
 
@@ -588,6 +776,23 @@ class Session:
             self.close_reason = b"too many bad messages"
             return False
         return True
+
+    async def _ping_loop(self) -> None:
+        """Ping the client every PING_INTERVAL_S while this connection holds a seat (the
+        first ping as soon as it takes one), so its lag is known when it moves (a
+        WebSocket ping frame: clients answer on their own; see server/lag.py)."""
+        last = float("-inf")
+        while not self.conn.ws.closed:
+            now = time.monotonic()
+            if now - last >= PING_INTERVAL_S and any(
+                seat is not None for seat in self.conn.rooms.values()
+            ):
+                last = now
+                try:
+                    await self.conn.ws.ping(self.lag.ping_payload())
+                except (ConnectionError, RuntimeError):
+                    return
+            await asyncio.sleep(PING_CHECK_S)
 
     def _error(self, code: str, text: str, rid: str | int | None = None) -> None:
         self.metrics.errors.labels(code).inc()

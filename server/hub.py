@@ -4,8 +4,10 @@ Every room change is published by the commit script on the room's channel; each 
 listens to all room channels and forwards a snapshot to its local followers. A snapshot
 is encoded once per kind of viewer (seat 0, seat 1, spectator) and codec, and those same
 bytes are queued for every such follower. Sends never wait on a client: each connection
-has a bounded queue of encoded frames drained by its own writer task, and a client whose
-queue overflows is disconnected (it can reconnect and resume).
+has a queue of encoded frames drained by its own writer task, bounded by bytes and by how
+long its oldest frame has waited; a client past either bound is disconnected (it can
+reconnect and resume). Replies to a client's own requests never overflow it: the session
+reads the client's next request only once its queue has drained below a soft bound.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import logging
 import random
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -24,12 +28,18 @@ from redis.asyncio.client import PubSub
 
 from kibitz.server.background import raise_if_stopping, stop_tasks
 from kibitz.server.service import RoomService
-from kibitz.server.store import PREFIX
+from kibitz.server.store import NODE_DIED, PREFIX
 from kibitz.shared.protocol import Codec, encode_bytes
 
 log = logging.getLogger(__name__)
 
-SEND_QUEUE = 64  # frames; past this the client is too slow and is dropped
+#: A client is too slow, and dropped, when this many bytes wait to be sent to it...
+MAX_QUEUED_BYTES = 4 * 1024 * 1024
+#: ...or when a frame has waited this long to be written to its socket.
+MAX_BEHIND_S = 10.0
+#: A connection's next request is read only once no more than this waits to be sent, so
+#: the replies to a burst of requests go out at the pace the client reads them.
+SOFT_QUEUED_BYTES = 256 * 1024
 CLOSE_SLOW = 1013  # "try again later"
 ROOM_PATTERN = PREFIX + "room:*"
 PROBE_S = 1.0  # how often the listener's liveness probe is published
@@ -37,6 +47,8 @@ STALE_S = 3.5  # a listener that has not heard its probe this long is reconnecte
 POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
 SUBSCRIBE_TIMEOUT_S = 5.0
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # a refused connect costs Redis next to nothing
+#: At most one presence broadcast per room this often for spectators coming and going.
+PRESENCE_EVERY_S = 2.0
 RESYNC_BATCH = 50  # rooms re-read from Redis at once after a re-subscribe
 
 
@@ -72,10 +84,18 @@ class Connection:
         self.transport = transport
         self.codec = codec
         self.opcode = WSMsgType.BINARY if codec == "msgpack" else WSMsgType.TEXT
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(SEND_QUEUE)
+        #: Frames not yet written, each with the time it was queued; the head is the one
+        #: being written (it leaves once the socket has taken it).
+        self._frames: deque[tuple[bytes, float]] = deque()
+        self.queued_bytes = 0
+        self._wakeup = asyncio.Event()
+        self._drained = asyncio.Event()  # set while queued_bytes <= SOFT_QUEUED_BYTES
+        self._drained.set()
+        self._finish = False  # the writer returns once the queue is empty
         self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
         self.last_version: dict[str, int] = {}
         self.closing = False
+        self.close_task: asyncio.Future[None] | None = None  # a close under way (abort)
         self.writer = asyncio.create_task(self._write())
 
     def send(self, message: dict[str, Any]) -> None:
@@ -84,14 +104,42 @@ class Connection:
 
     def send_frame(self, frame: bytes) -> None:
         """Queue a frame already encoded in this client's codec; never blocks. Drops the
-        client if it is too slow."""
+        client if it is too slow: more than MAX_QUEUED_BYTES waiting, or a frame waiting
+        more than MAX_BEHIND_S for the socket."""
         if self.closing or self.ws.closed:
             return
-        try:
-            self.queue.put_nowait(frame)
-        except asyncio.QueueFull:
-            log.warning("dropping a slow client (%d queued frames)", SEND_QUEUE)
+        now = time.monotonic()
+        if self._frames and (
+            now - self._frames[0][1] > MAX_BEHIND_S
+            or self.queued_bytes + len(frame) > MAX_QUEUED_BYTES
+        ):
+            log.warning(
+                "dropping a slow client (%d bytes queued, %.1f s behind)",
+                self.queued_bytes,
+                now - self._frames[0][1],
+            )
             self.abort(CLOSE_SLOW, b"too slow")
+            return
+        self._frames.append((frame, now))
+        self.queued_bytes += len(frame)
+        if self.queued_bytes > SOFT_QUEUED_BYTES:
+            self._drained.clear()
+        self._wakeup.set()
+
+    async def drained(self) -> bool:
+        """Wait until no more than SOFT_QUEUED_BYTES wait to be sent (the session calls
+        this before reading the client's next request). False, with the client dropped,
+        if it has not read enough within MAX_BEHIND_S."""
+        if self._drained.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._drained.wait(), timeout=MAX_BEHIND_S)
+        except TimeoutError:
+            log.warning("dropping a client that stopped reading (%d bytes queued)",
+                        self.queued_bytes)  # fmt: skip
+            self.abort(CLOSE_SLOW, b"too slow")
+            return False
+        return not self.closing
 
     def send_state(
         self, room_id: str, state: dict[str, Any] | StateFrames, force: bool = False
@@ -117,10 +165,13 @@ class Connection:
     async def close(self, code: int = WSCloseCode.OK, message: bytes = b"") -> None:
         """Flush what is queued (briefly), then close with ``code``."""
         if self.closing:
+            if self.close_task is not None:  # aborted: let its close frame go out
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.close_task)
             return
         self.closing = True
-        with contextlib.suppress(asyncio.QueueFull):
-            self.queue.put_nowait(None)
+        self._finish = True
+        self._wakeup.set()
         if not self.writer.done():
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self.writer), timeout=1.0)
@@ -133,7 +184,8 @@ class Connection:
             return
         self.closing = True
         self.writer.cancel()
-        asyncio.ensure_future(self._close_socket(code, message))
+        self._drained.set()  # a reader waiting for the queue to drain stops waiting
+        self.close_task = asyncio.ensure_future(self._close_socket(code, message))
 
     async def _close_socket(self, code: int, message: bytes) -> None:
         # A client that reads nothing can stall the closing handshake: give it two
@@ -147,10 +199,17 @@ class Connection:
     async def _write(self) -> None:
         try:
             while True:
-                frame = await self.queue.get()
-                if frame is None:
-                    return
+                while not self._frames:
+                    if self._finish:
+                        return
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                frame = self._frames[0][0]
                 await self.ws.send_frame(frame, self.opcode)
+                self._frames.popleft()
+                self.queued_bytes -= len(frame)
+                if self.queued_bytes <= SOFT_QUEUED_BYTES:
+                    self._drained.set()
         except (ConnectionError, RuntimeError, asyncio.CancelledError):
             return
         except Exception:
@@ -186,9 +245,15 @@ class Hub:
         self._subscribed = False
         self._heard = 0.0  # monotonic time the listener last heard its own probe
         self.reconnects = 0  # re-subscriptions after a failure, for /metrics and tests
-        #: (room, seat) -> player connections that left while Redis could not be told.
-        #: At most one entry per room and seat this node had players in.
-        self._owed_leaves: dict[tuple[str, int], int] = {}
+        #: (room, seat or None for spectators) -> connections that left while Redis could
+        #: not be told. At most one entry per room and seat this node had followers in.
+        self._owed_leaves: dict[tuple[str, int | None], int] = {}
+        #: Rooms whose spectator count changed here and will be broadcast shortly.
+        self._presence_due: set[str] = set()
+        #: More channels to follow (set before ``start``): channel -> its handler, called
+        #: with each message's data (seeks and the lobby use one).
+        self.channels: dict[str, Callable[[str], None]] = {}
+        self.channels[NODE_DIED] = self._on_node_died
 
     @property
     def healthy(self) -> bool:
@@ -227,15 +292,18 @@ class Hub:
         for room_id in seats:
             self._drop(conn, room_id)
         played = [room_id for room_id, seat in seats.items() if seat is not None]
-        for room_id in played:
+        for room_id, seat in seats.items():
             try:
-                await self.store.attach(room_id, seats[room_id] or 0, -1)
+                await self.store.attach(room_id, seat, -1)
             except (aioredis.RedisError, OSError) as exc:
-                # Owed, not forgotten: else the player would show as connected for as
-                # long as this node lives. Paid back once Redis answers again.
-                log.warning("could not record that a player left %s: %s", room_id, _why(exc))
-                key = (room_id, seats[room_id] or 0)
-                self._owed_leaves[key] = self._owed_leaves.get(key, 0) + 1
+                # Owed, not forgotten: else the player would show as connected (or the
+                # spectator counted) for as long as this node lives. Paid back once Redis
+                # answers again.
+                log.warning("could not record that a follower left %s: %s", room_id, _why(exc))
+                self._owed_leaves[(room_id, seat)] = self._owed_leaves.get((room_id, seat), 0) + 1
+            else:
+                if seat is None:
+                    self.spectators_changed(room_id)
         return played
 
     async def _pay_owed_leaves(self) -> None:
@@ -243,17 +311,23 @@ class Hub:
         for (room_id, seat), count in list(self._owed_leaves.items()):
             await self.store.attach(room_id, seat, -count)
             del self._owed_leaves[(room_id, seat)]
-            await self.service.publish_presence(room_id)
+            if seat is None:
+                self.spectators_changed(room_id)
+            else:
+                await self.service.publish_presence(room_id)
 
     async def follow(self, conn: Connection, room_id: str, seat: int | None) -> bool:
-        """Follow ``room_id`` as ``seat`` (None: spectator); True if presence changed."""
+        """Follow ``room_id`` as ``seat`` (None: spectator); True if a player's presence
+        changed (a spectator count change is broadcast later, see
+        :meth:`spectators_changed`)."""
         previous = conn.rooms.get(room_id, None) if room_id in conn.rooms else "absent"
         changed = previous != seat and (isinstance(previous, int) or seat is not None)
         if previous != seat:
-            if isinstance(previous, int):
+            if previous is None or isinstance(previous, int):
                 await self.store.attach(room_id, previous, -1)
-            if seat is not None:
-                await self.store.attach(room_id, seat, +1)
+            await self.store.attach(room_id, seat, +1)
+            if previous is None or seat is None:
+                self.spectators_changed(room_id)
         conn.rooms[room_id] = seat
         self.followers.setdefault(room_id, set()).add(conn)
         return changed
@@ -264,9 +338,58 @@ class Hub:
             return False
         seat = conn.rooms[room_id]
         self._drop(conn, room_id)
-        if seat is not None:
-            await self.store.attach(room_id, seat, -1)
+        await self.store.attach(room_id, seat, -1)
+        if seat is None:
+            self.spectators_changed(room_id)
         return seat is not None
+
+    def _on_node_died(self, node: str) -> None:
+        """Another node died: its players are gone, and nobody else will say so. Tell the
+        followers of every room followed here (the presence read records them as gone)."""
+        log.warning("node %s stopped beating; updating presence in %d rooms",
+                    node, len(self.followers))  # fmt: skip
+        task = asyncio.create_task(self._publish_presence_all())
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def _publish_presence_all(self) -> None:
+        room_ids = list(self.followers)
+        try:
+            for i in range(0, len(room_ids), RESYNC_BATCH):
+                batch = room_ids[i : i + RESYNC_BATCH]
+                await asyncio.gather(*(self.service.publish_presence(r) for r in batch))
+        except (aioredis.RedisError, OSError) as exc:
+            raise_if_stopping()
+            log.warning("presence update after a node died failed: %s", _why(exc))
+
+    def spectators_changed(self, room_id: str) -> None:
+        """A spectator came or went: the count rides on the room's next state, and on at
+        most one presence broadcast per room every PRESENCE_EVERY_S (so a thousand
+        spectators arriving cost a few broadcasts, not a thousand)."""
+        if room_id in self._presence_due:
+            return
+        self._presence_due.add(room_id)
+        task = asyncio.create_task(self._publish_spectators(room_id))
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def _publish_spectators(self, room_id: str) -> None:
+        try:
+            await asyncio.sleep(PRESENCE_EVERY_S)
+            self._presence_due.discard(room_id)
+            # Once per room across the cluster: a node that finds another's broadcast
+            # newer than its change (the mark is younger than the wait) leaves it at that.
+            fresh = await self.store.redis.set(
+                f"{PREFIX}room:{room_id}:presence-sent", "1", nx=True,
+                px=int(PRESENCE_EVERY_S * 900),
+            )  # fmt: skip
+            if fresh:
+                await self.service.publish_presence(room_id)
+        except (aioredis.RedisError, OSError) as exc:
+            raise_if_stopping()
+            log.debug("spectator count not broadcast for %s: %s", room_id, _why(exc))
+        finally:
+            self._presence_due.discard(room_id)
 
     def _drop(self, conn: Connection, room_id: str) -> None:
         conn.rooms.pop(room_id, None)
@@ -296,11 +419,10 @@ class Hub:
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
+                await asyncio.wait_for(pubsub.psubscribe(ROOM_PATTERN), timeout=SUBSCRIBE_TIMEOUT_S)
                 await asyncio.wait_for(
-                    pubsub.psubscribe(ROOM_PATTERN), timeout=SUBSCRIBE_TIMEOUT_S
-                )
-                await asyncio.wait_for(
-                    pubsub.subscribe(self.probe_channel), timeout=SUBSCRIBE_TIMEOUT_S
+                    pubsub.subscribe(self.probe_channel, *self.channels),
+                    timeout=SUBSCRIBE_TIMEOUT_S,
                 )
                 with contextlib.suppress(aioredis.RedisError, OSError):
                     await self.store.redis.publish(self.probe_channel, "1")  # no need to wait
@@ -340,6 +462,11 @@ class Hub:
                         self._on_live()
                 elif message.get("type") == "pmessage":
                     self._deliver(message["channel"], message["data"])
+                elif message.get("channel") in self.channels:
+                    try:
+                        self.channels[message["channel"]](message["data"])
+                    except Exception:  # one bad message must not cost the subscription
+                        log.exception("could not handle a message on %s", message["channel"])
             last_sign = self._heard if self._subscribed else started
             if now - max(last_sign, started) > STALE_S:
                 raise TimeoutError(f"nothing heard for {STALE_S:.1f} s")
@@ -394,12 +521,10 @@ class Hub:
     async def _restate_presence(self, room_id: str, followers: set[Connection]) -> None:
         """Write this node's player counts for ``room_id`` as they are, not as increments:
         a Redis that restarted may have lost them (or this node's updates during the gap)."""
-        counts = [0, 0]
+        counts: dict[int | None, int] = {0: 0, 1: 0, None: 0}
         for conn in followers:
-            seat = conn.rooms.get(room_id)
-            if seat is not None:
-                counts[seat] += 1
-        for seat, count in enumerate(counts):
+            counts[conn.rooms.get(room_id)] += 1
+        for seat, count in counts.items():
             self._owed_leaves.pop((room_id, seat), None)  # settled by this absolute count
             await self.store.restate(room_id, seat, count)
 
@@ -411,14 +536,29 @@ class Hub:
         try:
             message = json.loads(data)
             if message.get("type") == "thinking":
-                # An AI's progress: only for followers at the version it is about. The
-                # same for all of them, so encoded once per codec.
-                encoded: dict[Codec, bytes] = {}
+                # An AI's progress: only for followers at the version it is about. Its
+                # principal variation is a hint, so players get it without (``pv`` []);
+                # spectators get all of it. Encoded once per codec and kind of viewer.
+                encoded: dict[tuple[Codec, bool], bytes] = {}
+                hidden = {**message, "pv": []}
                 for conn in _players_first(room_id, followers):
                     if conn.last_version.get(room_id) == message["version"]:
-                        if conn.codec not in encoded:
-                            encoded[conn.codec] = encode_bytes(message, conn.codec)
-                        conn.send_frame(encoded[conn.codec])
+                        player = conn.rooms.get(room_id) is not None
+                        key = (conn.codec, player)
+                        if key not in encoded:
+                            encoded[key] = encode_bytes(hidden if player else message, conn.codec)
+                        conn.send_frame(encoded[key])
+                return
+            if message.get("type") == "chat":
+                # A chat line: only for the followers of its channel (players or
+                # spectators), each codec encoded once.
+                players = message["channel"] == "players"
+                lines: dict[Codec, bytes] = {}
+                for conn in followers:
+                    if (conn.rooms.get(room_id) is not None) == players:
+                        if conn.codec not in lines:
+                            lines[conn.codec] = encode_bytes(message, conn.codec)
+                        conn.send_frame(lines[conn.codec])
                 return
             frames = StateFrames(message)
             for conn in _players_first(room_id, followers):

@@ -4,8 +4,8 @@ API serves. Pure: a room record and its event stream in, a plain dict out.
 ```
 {"id", "game", "options", "start",                      # start: start position text
  "players": [{"seat", "name", "kind", "level", "player"}, ...],   # one per seat
- "time_control": None,                                   # clocks come with issue 7
- "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": None}, ...],
+ "time_control": None | {"initial_ms", "increment_ms"} | {"days_per_move"},
+ "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": [a, b] | None}, ...],
  "result": {"winner": 0 | 1 | None, "reason": str} | None,
  "status": "waiting" | "playing" | "over",
  "started_ms", "ended_ms" (None until over), "chat": []}
@@ -20,16 +20,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from kibitz.server.clocks import control_of
 from kibitz.server.room import Room
 
 
 def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
     """The game record of ``room``; ``events`` as ``RoomStore.events_since(id, -1)``
     returns them (oldest first, each with ``kind`` and ``at``)."""
-    move_times = [int(e["at"]) for e in events if e.get("kind") == "move"]
+    move_events = moves_standing(events)
+    move_times = [int(e["at"]) for e in move_events]
+    # Each seat's time left after the move, in timed games (the move event carries it).
+    move_clocks = [e.get("clocks_ms") for e in move_events]
     # The n-th move event is the n-th move; a stream trimmed at the front lost the first.
     missing = len(room.moves) - len(move_times)
     move_times = [room.updated_ms] * max(0, missing) + move_times[max(0, -missing) :]
+    move_clocks = [None] * max(0, missing) + move_clocks[max(0, -missing) :]
     joins = [int(e["at"]) for e in events if e.get("kind") == "joined"]
     ended_ms: int | None = None
     if room.status == "over":
@@ -50,16 +55,16 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
             }
             for index, seat in enumerate(room.seats)
         ],
-        "time_control": None,
+        "time_control": control_of(getattr(room, "clock", None)),
         "moves": [
             {
                 "move": m.move,
                 "display": m.display,
                 "seat": m.seat,
                 "at_ms": at,
-                "clocks_ms": None,
+                "clocks_ms": list(clocks) if isinstance(clocks, list) else None,
             }
-            for m, at in zip(room.moves, move_times, strict=True)
+            for m, at, clocks in zip(room.moves, move_times, move_clocks, strict=True)
         ],
         "result": dict(room.result) if room.result is not None else None,
         "status": room.status,
@@ -69,3 +74,15 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
         "ended_ms": ended_ms,
         "chat": [],
     }
+
+
+def moves_standing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The move events of the moves still on the board: a takeback event removes the
+    move events of the plies it took back (``undone``)."""
+    standing: list[dict[str, Any]] = []
+    for event in events:
+        if event.get("kind") == "move":
+            standing.append(event)
+        elif event.get("kind") == "takeback":
+            del standing[len(standing) - min(len(standing), int(event.get("undone", 0))) :]
+    return standing

@@ -19,6 +19,7 @@ import secrets
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from kibitz.server import clocks
 from kibitz.shared.games import Game, GameError, find_game
 from kibitz.shared.protocol import Budget, Job, ProtocolError
 
@@ -71,6 +72,21 @@ class Room:
     #: owner may keep only so many AI games open. Never shown to other clients.
     #: Records written before owners existed load with None.
     owner: str | None = None
+    #: Pending offers by kind ("draw", "takeback", "rematch") -> the offering seat.
+    offers: dict[str, int] = field(default_factory=dict)
+    #: The rematch of this room, once agreed; the room this one is the rematch of.
+    next_room: str | None = None
+    previous_room: str | None = None
+    #: The last applied AI move's score, from the AI's point of view (draw offers).
+    ai_eval: float | None = None
+    #: The version at which the position (the move list) last changed: a move pinned to
+    #: an older version is stale only if the position changed since.
+    position_version: int = 0
+    #: "kind:seat" -> the position_version at which that seat's draw or takeback offer
+    #: was declined: it may offer that again only once the position has changed.
+    declined: dict[str, int] = field(default_factory=dict)
+    #: The time control and running clocks (see server/clocks.py); None: untimed.
+    clock: dict[str, Any] | None = None
 
     @property
     def has_ai(self) -> bool:
@@ -85,6 +101,9 @@ class Room:
         data = dict(data)
         data["seats"] = [Seat(**s) for s in data["seats"]]
         data["moves"] = [MoveRecord(**m) for m in data["moves"]]
+        # Records from before position_version: assume the position changed last at
+        # the current version (the strict reading of a pinned move, as before).
+        data.setdefault("position_version", data.get("version", 0))
         return cls(**data)
 
 
@@ -92,9 +111,11 @@ class Room:
 class Event:
     """What happened in one room change; broadcast with the new snapshot."""
 
-    kind: str  # created, joined, move, resign, over
+    kind: str  # created, joined, move, resign, over, draw_offer, abort, rematch...
     seat: int | None = None
     move: str | None = None
+    room: str | None = None  # the new room of a "rematch"
+    undone: int | None = None  # plies a "takeback" took back
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -167,8 +188,14 @@ def create_room(
     position: str | None = None,
     owner: str | None = None,
     player: str | None = None,
+    clock: dict[str, int] | None = None,
+    first_move_ms: int = clocks.FIRST_MOVE_MS,
 ) -> tuple[Room, Event, int]:
     """A new room with its creator seated; returns (room, event, creator's seat).
+
+    ``clock``: the time control (see :func:`kibitz.shared.protocol.parse_clock`); the
+    clocks start when the game does (see :func:`kibitz.server.clocks.settle`), and each
+    side has ``first_move_ms`` for its first move.
 
     ``position`` starts the game from that position text instead of the initial one;
     ``owner`` is the creator's address (see :attr:`Room.owner`); ``player`` is the
@@ -196,6 +223,7 @@ def create_room(
         created_ms=now_ms,
         updated_ms=now_ms,
         owner=owner,
+        clock=clocks.new_clock(clock, first_move_ms),
     )
     if all(seat.taken for seat in seats):
         room.status = "playing"
@@ -233,21 +261,37 @@ def play_move(
     expected_version: int | None,
     now_ms: int,
     state: Any = None,
+    *,
+    lag_ms: int = 0,
+    clock_ms: int | None = None,
+    turn_ms: int | None = None,
 ) -> tuple[Room, Event, Any]:
     """Apply ``seat``'s move; returns (room, event, new game state).
 
     ``state`` is the current game state if the caller has it cached (it must match
     ``room.version``); otherwise it is rebuilt from the move list.
+
+    In a timed game the move is charged to the mover's clock at ``clock_ms`` (the
+    server clock; default ``now_ms``), less a lag credit for ``lag_ms`` (the mover's
+    connection's estimate). A move that comes too late is not played: the room ends on
+    time instead (event ``flag``, or ``abort`` for a first move past its deadline). The
+    opponent's turn starts at ``turn_ms`` (the server clock now; default ``clock_ms``).
     """
     if room.status == "over":
         raise RoomError("game/over", f"room {room.id} is over; {move_text!r} cannot be played")
     if room.status == "waiting":
         raise RoomError("room/waiting", f"room {room.id} is waiting for a second player")
-    if expected_version is not None and expected_version != room.version:
+    if expected_version is not None and expected_version > room.version:
+        raise RoomError(
+            "message/invalid",
+            f"move {move_text!r} names version {expected_version}, which is ahead of "
+            f"room {room.id} (at version {room.version}); use the version of a state you got",
+        )
+    if expected_version is not None and expected_version < room.position_version:
         raise RoomError(
             "room/stale",
-            f"move {move_text!r} was made for version {expected_version}, "
-            f"room {room.id} is at version {room.version}",
+            f"move {move_text!r} was made for version {expected_version}, but the position "
+            f"of room {room.id} changed at version {room.position_version}",
         )
     game = find_game(room.game)
     if state is None:
@@ -264,24 +308,67 @@ def play_move(
         raise RoomError(exc.code, str(exc)) from None
     display = game.display_move(state, move)
     canonical = game.format_move(state, move)
+    charged: clocks.Charge | None = None
+    at = now_ms if clock_ms is None else clock_ms
+    if room.clock is not None:
+        charged = clocks.charge(room.clock, seat, at, lag_ms)
+        if charged.late is not None:
+            new, event = _time_out(room, game, state, charged.late, now_ms, at)
+            return new, event, state
     new_state = game.apply(state, move)
     new = _next(room, now_ms)
     new.moves.append(MoveRecord(canonical, display, seat))
+    new.position_version = new.version
+    _clear_game_offers(new)
     _finish_if_over(new, game, new_state)
+    if charged is not None:
+        turn = at if turn_ms is None else max(at, turn_ms)
+        new.clock = clocks.settle(charged.clock, game.to_move(new_state), new.status, turn)
     return new, Event("move", seat, canonical), new_state
+
+
+def _time_out(
+    room: Room, game: Game[Any, Any], state: Any, due: clocks.Due, now_ms: int, clock_ms: int
+) -> tuple[Room, Event]:
+    """The room ended by its clock: the side to move lost on time (a draw if the other
+    side cannot win), or, for a first move not made in time, the game is aborted."""
+    loser = game.to_move(state)
+    new = _next(room, now_ms)
+    new.status = "over"
+    if due == "flag":
+        new.result = clocks.flag_result(game.players, loser, game.can_win(state, 1 - loser))
+        event = Event("flag", loser)
+    else:
+        new.result = clocks.first_move_abort_result(game.players, loser)
+        event = Event("abort", loser)
+    _clear_game_offers(new)
+    new.clock = clocks.settle(room.clock, loser, "over", clock_ms)
+    return new, event
+
+
+def expire(room: Room, clock_ms: int, now_ms: int, state: Any = None) -> tuple[Room, Event]:
+    """End the room on time if its clock says so at ``clock_ms`` (the deadline sweeper's
+    command); ``room/not_due`` if nothing is due (a move came first, or not yet)."""
+    due = clocks.due(room.clock, room.status, clock_ms)
+    if due is None:
+        raise RoomError("room/not_due", f"nothing is due in room {room.id}")
+    game = find_game(room.game)
+    if state is None:
+        state = replay(room)
+    return _time_out(room, game, state, due, now_ms, clock_ms)
 
 
 def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
     if room.status == "over":
         raise RoomError("game/over", f"room {room.id} is already over")
+    if room.status == "waiting":
+        # Nobody to lose to yet: that is an abort, not a resignation.
+        raise RoomError("room/waiting", f"room {room.id} has not started: use 'abort' to cancel it")
     game = find_game(room.game)
     new = _next(room, now_ms)
     new.status = "over"
-    if room.status == "waiting":
-        # Nobody to lose to yet: the room is abandoned, not won.
-        new.result = {"winner": None, "reason": f"{game.players[seat]} left before the start"}
-    else:
-        new.result = {"winner": 1 - seat, "reason": f"{game.players[seat]} resigned"}
+    new.result = {"winner": 1 - seat, "reason": f"{game.players[seat]} resigned"}
+    _clear_game_offers(new)
     return new, Event("resign", seat)
 
 
@@ -295,6 +382,244 @@ def abandon(room: Room, now_ms: int) -> tuple[Room, Event]:
     return new, Event("over")
 
 
+# -- player actions: offers, abort, claim, rematch ---------------------------------------------
+
+OfferKind = Literal["draw", "takeback", "rematch"]
+OfferAction = Literal["offer", "accept", "decline"]
+OFFER_KINDS: tuple[OfferKind, ...] = ("draw", "takeback", "rematch")
+
+#: How far ahead an AI may think it is (its own last score, in the game's unit: pawns,
+#: men, discs, seeds...) and still accept a draw offer.
+DRAW_MARGIN: dict[str, float] = {
+    "chess": 0.5,
+    "draughts": 0.5,
+    "othello": 2.0,
+    "oware": 1.0,
+    "kono": 0.5,
+    "tictactoe": 0.0,
+    "matches": 0.0,
+}
+DEFAULT_DRAW_MARGIN = 0.5
+AI_TAKEBACK_MAX_LEVEL = 4  # an AI accepts takebacks at levels 1 to this
+#: How long a human player must have been gone before the opponent may claim.
+CLAIM_AFTER_TIMED_MS = 30_000
+CLAIM_AFTER_UNTIMED_MS = 120_000
+
+
+def is_timed(room: Room) -> bool:
+    """Whether the room has a time control."""
+    return room.clock is not None
+
+
+def claim_after_ms(room: Room, override: int | None = None) -> int:
+    """How long a disconnect must last before the opponent may claim (``override``: the
+    server's setting, for every room)."""
+    if override is not None:
+        return override
+    return CLAIM_AFTER_TIMED_MS if is_timed(room) else CLAIM_AFTER_UNTIMED_MS
+
+
+def ai_accepts(room: Room, kind: OfferKind, ai_seat: int) -> bool:
+    """How an AI seat answers an offer: a rematch always; a takeback at low levels; a
+    draw when its last score says it is not ahead by more than the game's margin (no
+    score yet: it plays on)."""
+    if kind == "rematch":
+        return True
+    if kind == "takeback":
+        level = room.seats[ai_seat].level
+        return level is not None and level <= AI_TAKEBACK_MAX_LEVEL
+    if room.ai_eval is None:
+        return False
+    return room.ai_eval <= DRAW_MARGIN.get(room.game, DEFAULT_DRAW_MARGIN)
+
+
+def _clear_game_offers(room: Room) -> None:
+    """Draw and takeback offers are about the position: a move or the end clears them."""
+    room.offers.pop("draw", None)
+    room.offers.pop("takeback", None)
+
+
+def _end(room: Room, winner: int | None, reason: str) -> None:
+    room.status = "over"
+    room.result = {"winner": winner, "reason": reason}
+    _clear_game_offers(room)
+
+
+def takeback_plies(room: Room, seat: int) -> int:
+    """How many plies a takeback for ``seat`` undoes: its last move and every move after
+    it (the opponent's reply), so it is ``seat``'s turn again."""
+    for index in range(len(room.moves) - 1, -1, -1):
+        if room.moves[index].seat == seat:
+            return len(room.moves) - index
+    raise RoomError("offer/not_allowed", f"there is no move of seat {seat} to take back")
+
+
+def _check_can_offer(room: Room, seat: int, kind: OfferKind) -> None:
+    if kind == "rematch":
+        if room.status != "over":
+            raise RoomError(
+                "offer/not_allowed", f"room {room.id} is {room.status}: rematch after the end"
+            )
+        if room.next_room is not None:
+            raise RoomError("offer/not_allowed", f"the rematch is already room {room.next_room}")
+        if not all(s.taken for s in room.seats):
+            raise RoomError("offer/not_allowed", f"room {room.id} never had two players")
+        return
+    if room.status != "playing":
+        raise RoomError(
+            "offer/not_allowed", f"room {room.id} is {room.status}: a {kind} needs a game on"
+        )
+    if kind == "takeback":
+        takeback_plies(room, seat)
+
+
+def answer_offer(
+    room: Room,
+    seat: int,
+    kind: OfferKind,
+    action: OfferAction,
+    now_ms: int,
+    state: Any = None,
+) -> tuple[Room, Event, Any]:
+    """Offer, accept or decline a draw, a takeback or a rematch for ``seat``; returns
+    (room, event, game state after it).
+
+    Offering what the opponent has offered accepts it. An offer to an AI seat is answered
+    at once (see :func:`ai_accepts`). An agreed rematch sets ``next_room``: the caller
+    creates that room (see :func:`rematch_room`). ``state``: the current game state, if
+    the caller has it.
+    """
+    other = 1 - seat
+    # A draw or takeback offer lives only while the game is on.
+    pending = room.offers.get(kind) if kind == "rematch" or room.status == "playing" else None
+    if action == "offer" and pending == other:
+        action = "accept"
+    if action == "offer":
+        _check_can_offer(room, seat, kind)
+        if pending == seat:
+            raise RoomError("offer/not_allowed", f"you have already offered a {kind}")
+        if kind != "rematch" and room.declined.get(f"{kind}:{seat}") == room.position_version:
+            raise RoomError(
+                "offer/not_allowed",
+                f"your {kind} offer was declined; you may offer again after the next move",
+            )
+        if room.seats[other].kind == "ai":
+            if ai_accepts(room, kind, other):
+                return _agree(room, kind, seat, other, now_ms, state)
+            new = _next(room, now_ms)
+            new.declined[f"{kind}:{seat}"] = room.position_version
+            return new, Event(f"{kind}_decline", other), state
+        new = _next(room, now_ms)
+        new.offers[kind] = seat
+        return new, Event(f"{kind}_offer", seat), state
+    if pending != other:
+        raise RoomError("offer/none", f"your opponent has not offered a {kind} in room {room.id}")
+    if action == "decline":
+        new = _next(room, now_ms)
+        new.offers.pop(kind, None)
+        new.declined[f"{kind}:{other}"] = room.position_version
+        return new, Event(f"{kind}_decline", seat), state
+    _check_can_offer(room, other, kind)
+    return _agree(room, kind, other, seat, now_ms, state)
+
+
+def _agree(
+    room: Room, kind: OfferKind, offerer: int, accepter: int, now_ms: int, state: Any
+) -> tuple[Room, Event, Any]:
+    new = _next(room, now_ms)
+    new.offers.pop(kind, None)
+    if kind == "draw":
+        _end(new, None, "draw agreed")
+        return new, Event("draw", accepter), state
+    if kind == "takeback":
+        undone = takeback_plies(room, offerer)
+        del new.moves[len(new.moves) - undone :]
+        new.position_version = new.version
+        new.ai_eval = None  # it was about a position no longer on the board
+        _clear_game_offers(new)
+        return new, Event("takeback", accepter, undone=undone), replay(new)
+    new.next_room = rematch_id(room.id)
+    return new, Event("rematch", accepter, room=new.next_room), state
+
+
+def abort(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
+    """Cancel a game that has not really started: a waiting room, or a game in which
+    not both seats have moved yet. No winner, reason "aborted"."""
+    if room.status == "over":
+        raise RoomError("game/over", f"room {room.id} is already over")
+    if room.status == "playing" and {0, 1} <= {m.seat for m in room.moves}:
+        raise RoomError(
+            "abort/too_late",
+            f"both sides have moved in room {room.id}: resign, or offer a draw, instead",
+        )
+    new = _next(room, now_ms)
+    _end(new, None, "aborted")
+    return new, Event("abort", seat)
+
+
+def claim(
+    room: Room,
+    seat: int,
+    result: Literal["win", "draw"],
+    opponent_gone_ms: int | None,
+    claim_after: int,
+    now_ms: int,
+) -> tuple[Room, Event]:
+    """End the game because the opponent has left: ``seat`` wins (``result`` "win") or
+    it is a draw. Only against a human seat gone (``opponent_gone_ms``: since when, None
+    while connected) for at least ``claim_after`` ms."""
+    game = find_game(room.game)
+    other = 1 - seat
+    if room.status != "playing":
+        raise RoomError("claim/not_allowed", f"room {room.id} is {room.status}, not playing")
+    if room.seats[other].kind != "human":
+        raise RoomError("claim/not_allowed", "your opponent is the AI: it never leaves")
+    if opponent_gone_ms is None:
+        raise RoomError("claim/not_allowed", f"{game.players[other]} is connected")
+    remaining = opponent_gone_ms + claim_after - now_ms
+    if remaining > 0:
+        raise RoomError(
+            "claim/too_early",
+            f"{game.players[other]} has been gone for {(now_ms - opponent_gone_ms) // 1000} s; "
+            f"you can claim in {-(-remaining // 1000)} s",
+        )
+    name = game.players[other]
+    new = _next(room, now_ms)
+    if result == "win":
+        _end(new, seat, f"{name} left the game")
+    else:
+        _end(new, None, f"draw: {name} left the game")
+    return new, Event("claim", seat)
+
+
+def rematch_id(room_id: str) -> str:
+    """The id of ``room_id``'s rematch: derived, so every node agrees on it."""
+    digest = hashlib.sha256(f"kibitz-rematch:{room_id}".encode()).digest()
+    return "".join(ROOM_ID_ALPHABET[b % len(ROOM_ID_ALPHABET)] for b in digest[:10])
+
+
+def rematch_room(room: Room, now_ms: int) -> tuple[Room, Event]:
+    """The new room of an agreed rematch (``room.next_room``): same game, options, start
+    position, time control and seat kinds, colours swapped; each player keeps their token
+    (so they ``resume`` it with the token they have)."""
+    if room.next_room is None:
+        raise RoomError("offer/none", f"room {room.id} has no agreed rematch")
+    new = Room(
+        id=room.next_room,
+        game=room.game,
+        options=dict(room.options),
+        start=room.start,
+        seats=[replace(room.seats[1]), replace(room.seats[0])],
+        status="playing",
+        created_ms=now_ms,
+        updated_ms=now_ms,
+        owner=room.owner,
+        previous_room=room.id,
+        clock=clocks.new_clock(clocks.control_of(room.clock)),
+    )
+    return new, Event("created")
+
+
 def _next(room: Room, now_ms: int) -> Room:
     """A copy of ``room`` one version later (lists copied so the input never changes)."""
     return replace(
@@ -302,6 +627,8 @@ def _next(room: Room, now_ms: int) -> Room:
         seats=[replace(s) for s in room.seats],
         moves=list(room.moves),
         options=dict(room.options),
+        offers=dict(room.offers),
+        declined=dict(room.declined),
         version=room.version + 1,
         updated_ms=now_ms,
     )
@@ -310,7 +637,7 @@ def _next(room: Room, now_ms: int) -> Room:
 # -- AI jobs and views ------------------------------------------------------------------------
 
 
-def ai_job(room: Room, state: Any, budget: Budget) -> Job | None:
+def ai_job(room: Room, state: Any, budget: Budget, deadline_ms: int | None = None) -> Job | None:
     """The search job this room needs now, if an AI seat is to move."""
     if room.status != "playing":
         return None
@@ -329,13 +656,36 @@ def ai_job(room: Room, state: Any, budget: Budget) -> Job | None:
         budget=budget,
         seed=room.version,
         owner=room.owner or "",
+        deadline_ms=deadline_ms,
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """Who is there, across the cluster: whether each seat's player is connected, since
+    when a human seat's player has been gone (epoch ms; None while connected, and for
+    free and AI seats), and how many spectators watch."""
+
+    connected: tuple[bool, bool] = (False, False)
+    gone_ms: tuple[int | None, int | None] = (None, None)
+    spectators: int = 0
+
+
 def snapshot(
-    room: Room, state: Any, connected: tuple[bool, bool] = (False, False)
+    room: Room,
+    state: Any,
+    connected: tuple[bool, bool] | Presence = (False, False),
+    claim_after: int | None = None,
+    clock_ms: int | None = None,
 ) -> dict[str, Any]:
-    """The public ``state`` message for ``room`` (no tokens), without ``you``/``event``."""
+    """The public ``state`` message for ``room`` (no tokens), without ``you``/``event``.
+
+    ``connected``: the seats' presence (a :class:`Presence`, or just who is connected);
+    ``claim_after``: the server's override of :func:`claim_after_ms`, if any;
+    ``clock_ms``: the server clock now, for the time left on a running clock (default:
+    the room's last update)."""
+    presence = connected if isinstance(connected, Presence) else Presence(connected)
+    connected = presence.connected
     game = find_game(room.game)
     playing = room.status == "playing"
     last = room.moves[-1] if room.moves else None
@@ -356,6 +706,11 @@ def snapshot(
                 "player": s.player,
                 "taken": s.taken,
                 "connected": s.kind == "ai" or connected[i],
+                "gone_ms": (
+                    presence.gone_ms[i]
+                    if s.kind == "human" and s.taken and not connected[i]
+                    else None
+                ),
             }
             for i, s in enumerate(room.seats)
         ],
@@ -366,6 +721,16 @@ def snapshot(
         "last_move": asdict(last) if last else None,
         "result": room.result,
         "view": game.view(state),
+        "clock": clocks.view(room.clock, room.updated_ms if clock_ms is None else clock_ms),
+        # Draw and takeback offers are about a game on (however it ended, they went).
+        "offers": {
+            kind: room.offers.get(kind) if kind == "rematch" or playing else None
+            for kind in OFFER_KINDS
+        },
+        "next_room": room.next_room,
+        "previous_room": room.previous_room,
+        "spectators": presence.spectators,
+        "claim_after_ms": claim_after_ms(room, claim_after),
     }
 
 

@@ -7,22 +7,37 @@ decided again on the fresh room (a move pinned to a version is refused instead).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Literal
 
+from kibitz.server import clocks
 from kibitz.server import room as rooms
 from kibitz.server.limits import Limits
-from kibitz.server.room import Event, Room, RoomError
+from kibitz.server.room import Event, Presence, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Budget, Create, JobResult, Join, PlayMove, Resign, player_id
+from kibitz.shared.protocol import (
+    Abort,
+    Budget,
+    Claim,
+    Create,
+    JobResult,
+    Join,
+    Offer,
+    PlayMove,
+    Resign,
+    player_id,
+)
 
 log = logging.getLogger(__name__)
 
 RETRIES = 5
+CLOCK_SYNC_MAX_RTT_MS = 20.0  # a TIME round trip slower than this does not set the clock
 STATE_CACHE_SIZE = 2000
 
 
@@ -42,14 +57,54 @@ ResultOutcome = Literal["applied", "fallback", "ignored"]  # new room, event, ne
 
 
 class RoomService:
-    def __init__(self, store: RoomStore, ai_games_per_owner: int | None = None) -> None:
+    def __init__(
+        self,
+        store: RoomStore,
+        ai_games_per_owner: int | None = None,
+        first_move_ms: int = clocks.FIRST_MOVE_MS,
+    ) -> None:
         """``ai_games_per_owner``: unfinished AI games one address may have (default:
-        :class:`~kibitz.server.limits.Limits`' ``ai_games_per_address``)."""
+        :class:`~kibitz.server.limits.Limits`' ``ai_games_per_address``);
+        ``first_move_ms``: how long each side of a timed game has for its first move."""
         self.store = store
         self.ai_games_per_owner = (
             Limits().ai_games_per_address if ai_games_per_owner is None else ai_games_per_owner
         )
+        self.first_move_ms = first_move_ms
+        #: How long a player must be gone before the opponent may claim, for every room
+        #: (KIBITZ_CLAIM_AFTER_MS; unset: 30 s in timed games, 120 s in untimed ones).
+        claim_after = os.environ.get("KIBITZ_CLAIM_AFTER_MS")
+        self.claim_after_ms = int(claim_after) if claim_after else None
+        #: This node's clock minus the Redis server's (see :meth:`sync_clock`).
+        self.clock_offset_ms = 0
         self._states: OrderedDict[str, tuple[int, Any]] = OrderedDict()
+        # The last snapshot this node committed per room, to answer the request itself.
+        self._committed: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    # -- the server clock ----------------------------------------------------------------
+    def clock_ms(self) -> int:
+        """The server clock (epoch ms): this node's clock set to the Redis server's, so
+        every node and worker reads game clocks and deadlines alike."""
+        return now_ms() + self.clock_offset_ms
+
+    async def sync_clock(self, samples: int = 3) -> int:
+        """Measure the offset to the Redis server's clock (``TIME``, taken halfway through
+        the round trip) and adopt it; returns it. Of a few samples the one with the
+        shortest round trip counts (its halfway guess is the best), and none if even that
+        took longer than CLOCK_SYNC_MAX_RTT_MS (a stalled process would guess wrong by up
+        to half of it): the offset in use is kept then."""
+        best: tuple[float, int] | None = None
+        for _ in range(samples):
+            before = time.time()
+            seconds, micros = await self.store.redis.time()
+            after = time.time()
+            redis_ms = int(seconds) * 1000 + int(micros) // 1000
+            sample = ((after - before) * 1000, redis_ms - int((before + after) * 500))
+            if best is None or sample[0] < best[0]:
+                best = sample
+        if best is not None and best[0] <= CLOCK_SYNC_MAX_RTT_MS:
+            self.clock_offset_ms = best[1]
+        return self.clock_offset_ms
 
     # -- state cache -------------------------------------------------------------------
     def state_of(self, room: Room) -> Any:
@@ -61,6 +116,12 @@ class RoomService:
         state = rooms.replay(room)
         self._remember(room, state)
         return state
+
+    def committed_state(self, room_id: str, version: int) -> dict[str, Any] | None:
+        """The snapshot of ``room_id`` at ``version`` if this node committed it (and still
+        has it): the requester gets it at once, ahead of the broadcast's copy."""
+        snap = self._committed.get(room_id)
+        return snap if snap is not None and snap["version"] == version else None
 
     def _remember(self, room: Room, state: Any) -> None:
         self._states[room.id] = (room.version, state)
@@ -77,9 +138,25 @@ class RoomService:
             raise RoomError("room/unknown", f"no room {room_id!r}")
         return room
 
+    async def presence(self, room: Room, present: int | None = None) -> Presence:
+        """Who is in ``room`` across the cluster; ``present``: a seat to count as connected
+        whatever Redis says (the player being seated, whose connection follows next)."""
+        humans = tuple(
+            s.kind == "human" and s.taken and i != present for i, s in enumerate(room.seats)
+        )
+        presence = await self.store.presence_info(room.id, (humans[0], humans[1]))
+        if present is None:
+            return presence
+        connected = [*presence.connected]
+        gone = [*presence.gone_ms]
+        connected[present], gone[present] = True, None
+        return Presence((connected[0], connected[1]), (gone[0], gone[1]), presence.spectators)
+
     async def snapshot(self, room: Room) -> dict[str, Any]:
-        presence = await self.store.presence(room.id)
-        return rooms.snapshot(room, self.state_of(room), presence)
+        presence = await self.presence(room)
+        return rooms.snapshot(
+            room, self.state_of(room), presence, self.claim_after_ms, clock_ms=self.clock_ms()
+        )
 
     async def publish_presence(self, room_id: str) -> None:
         """Tell every follower that a player connected or left (same version)."""
@@ -107,6 +184,8 @@ class RoomService:
                 position=msg.position,
                 owner=owner,
                 player=player_id(msg.player_key) if msg.player_key else None,
+                clock=msg.clock,
+                first_move_ms=self.first_move_ms,
             )
             state = find_game(room.game).parse_position(room.start)
             try:
@@ -114,6 +193,19 @@ class RoomService:
             except StaleVersion:
                 continue  # id collision: draw another
             return room, seat
+        raise RoomError("server/busy", "could not allocate a room id")
+
+    async def create_built(self, build: Callable[[str], tuple[Room, Event]]) -> Room:
+        """Commit a new room made by ``build(room_id)``, a fresh id each try (an accepted
+        seek seats both players in one commit this way)."""
+        for _ in range(RETRIES):
+            room, event = build(rooms.new_room_id())
+            state = find_game(room.game).parse_position(room.start)
+            try:
+                await self._commit(room, -1, event, state)
+            except StaleVersion:
+                continue  # id collision: draw another
+            return room
         raise RoomError("server/busy", "could not allocate a room id")
 
     async def join(self, msg: Join, token: str) -> tuple[Room, int]:
@@ -128,12 +220,41 @@ class RoomService:
         room = await self._update(msg.room, decide)
         return room, seat_taken[-1]
 
-    async def move(self, msg: PlayMove) -> Room:
+    async def move(self, msg: PlayMove, lag_ms: int = 0, received_ms: int | None = None) -> Room:
+        """``lag_ms``: the mover's connection's lag estimate (see server/lag.py);
+        ``received_ms``: when the move arrived (server clock), which its clock counts to."""
+        at = self.clock_ms() if received_ms is None else received_ms
+
         def decide(room: Room) -> Decision:
             seat = rooms.seat_for_token(room, msg.token)
-            return rooms.play_move(room, seat, msg.move, msg.version, now_ms(), self.state_of(room))
+            return rooms.play_move(
+                room,
+                seat,
+                msg.move,
+                msg.version,
+                now_ms(),
+                self.state_of(room),
+                lag_ms=lag_ms,
+                clock_ms=at,
+                turn_ms=self.clock_ms(),
+            )
 
         return await self._update(msg.room, decide)
+
+    async def expire(self, room_id: str) -> bool:
+        """Commit what a room's clock says is due now (a flag fall, a first-move abort),
+        through the versioned commit; False if nothing is (a move came first, another node
+        did it, or the room is gone)."""
+
+        def decide(room: Room) -> Decision:
+            new, event = rooms.expire(room, self.clock_ms(), now_ms(), self.state_of(room))
+            return new, event, self.state_of(room)
+
+        try:
+            await self._update(room_id, decide)
+        except RoomError:
+            return False
+        return True
 
     async def resign(self, msg: Resign) -> Room:
         def decide(room: Room) -> Decision:
@@ -143,6 +264,66 @@ class RoomService:
 
         return await self._update(msg.room, decide)
 
+    async def offer(self, msg: Offer) -> Room:
+        """A draw, takeback or rematch offer, acceptance or refusal. An agreed rematch
+        creates the new room first (under a derived id, so two nodes agreeing at once
+        make one), then points the old room at it."""
+        if msg.kind == "rematch":
+            return await self._rematch(msg)
+
+        def decide(room: Room) -> Decision:
+            seat = rooms.seat_for_token(room, msg.token)
+            state = self.state_of(room)
+            return rooms.answer_offer(room, seat, msg.kind, msg.action, now_ms(), state)
+
+        return await self._update(msg.room, decide)
+
+    async def _rematch(self, msg: Offer) -> Room:
+        for _ in range(RETRIES):
+            room = await self.get(msg.room)
+            seat = rooms.seat_for_token(room, msg.token)
+            if room.next_room is not None and msg.action != "decline":
+                return room  # already agreed (another node, or a second copy): done
+            state = self.state_of(room)
+            new, event, _ = rooms.answer_offer(room, seat, "rematch", msg.action, now_ms(), state)
+            if new.next_room is not None:
+                fresh, created = rooms.rematch_room(new, now_ms())
+                fresh_state = find_game(fresh.game).parse_position(fresh.start)
+                # If it exists, another node made it for the same agreement: fine.
+                with contextlib.suppress(StaleVersion):
+                    await self._commit(fresh, -1, created, fresh_state)
+            try:
+                await self._commit(new, room.version, event, state)
+            except StaleVersion:
+                continue
+            return new
+        raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
+
+    async def abort(self, msg: Abort) -> Room:
+        def decide(room: Room) -> Decision:
+            seat = rooms.seat_for_token(room, msg.token)
+            new, event = rooms.abort(room, seat, now_ms())
+            return new, event, self.state_of(room)
+
+        return await self._update(msg.room, decide)
+
+    async def claim(self, msg: Claim) -> Room:
+        """A win (or draw) claimed because the opponent's player has been gone long enough
+        (how long: :func:`kibitz.server.room.claim_after_ms`)."""
+        for _ in range(RETRIES):
+            room = await self.get(msg.room)
+            seat = rooms.seat_for_token(room, msg.token)
+            presence = await self.presence(room)
+            gone = presence.gone_ms[1 - seat]
+            after = rooms.claim_after_ms(room, self.claim_after_ms)
+            new, event = rooms.claim(room, seat, msg.result, gone, after, now_ms())
+            try:
+                await self._commit(new, room.version, event, self.state_of(room))
+            except StaleVersion:
+                continue
+            return new
+        raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
+
     async def abandon_if_idle(self, room_id: str, idle_ms: int) -> bool:
         """End a playing game untouched for ``idle_ms`` as abandoned (versioned, like any
         command); False if it is not (any more) such a game."""
@@ -150,6 +331,8 @@ class RoomService:
         def decide(room: Room) -> Decision:
             if room.status != "playing" or now_ms() - room.updated_ms < idle_ms:
                 raise RoomError("room/active", f"room {room.id} is not an idle game")
+            if room.clock is not None:  # its clock ends it (correspondence: days per move)
+                raise RoomError("room/active", f"room {room.id} is timed")
             new, event = rooms.abandon(room, now_ms())
             return new, event, self.state_of(room)
 
@@ -179,11 +362,13 @@ class RoomService:
         if result.move is not None and result.error is None:
             try:
                 new, event, new_state = rooms.play_move(
-                    room, seat, result.move, result.version, now_ms(), state
-                )
+                    room, seat, result.move, result.version, now_ms(), state,
+                    clock_ms=self.clock_ms(),
+                )  # fmt: skip
             except RoomError as exc:
                 log.error("worker %s sent an unusable move for %s: %s", result.worker, room.id, exc)
             else:
+                new.ai_eval = result.score  # what the AI answers a draw offer from
                 committed = await self._try_commit(new, room.version, event, new_state)
                 return "applied" if committed else "ignored"
         return "fallback" if await self._play_fallback(room, seat, state) else "ignored"
@@ -195,7 +380,7 @@ class RoomService:
         game = find_game(room.game)
         found = choose_move(game, state, level=1, budget=Budget(depth=1), seed=room.version)
         new, event, new_state = rooms.play_move(
-            room, seat, found.move_text, room.version, now_ms(), state
+            room, seat, found.move_text, room.version, now_ms(), state, clock_ms=self.clock_ms()
         )
         return await self._try_commit(new, room.version, event, new_state)
 
@@ -219,20 +404,54 @@ class RoomService:
         raise RoomError("room/busy", f"room {room_id} is changing too fast; try again")
 
     async def _commit(self, room: Room, expected: int, event: Event, state: Any) -> None:
-        presence = await self.store.presence(room.id)
-        snap = rooms.snapshot(room, state, presence)
+        clock_now = self.clock_ms()
+        if room.clock is not None:
+            # Whatever the change, the clock follows it: started with the game, switched
+            # by a takeback, stopped at the end (a move has done this already).
+            to_move = find_game(room.game).to_move(state)
+            room.clock = clocks.settle(room.clock, to_move, room.status, clock_now)
+        # The player just seated follows the room right after: shown connected already.
+        present = event.seat if event.kind in ("created", "joined") else None
+        presence = await self.presence(room, present)
+        snap = rooms.snapshot(room, state, presence, self.claim_after_ms, clock_ms=clock_now)
         record = event.to_dict()
         if event.kind == "move":
             record["display"] = room.moves[-1].display
-        if room.status == "over":
-            record["result"] = room.result
+            if room.clock is not None:
+                record["clocks_ms"] = list(room.clock["remaining_ms"])
+                record["credit_ms"] = int(room.clock.get("last_credit_ms", 0))
+        if room.status == "over" and not event.kind.startswith("rematch"):
+            record["result"] = room.result  # the change ended the game (a rematch did not)
         snap["event"] = record
-        job = rooms.ai_job(room, state, self._budget(room, state))
-        await self.store.commit(room, expected, record, snap, job, self.ai_games_per_owner)
+        budget, job_deadline = self._budget(room, state)
+        job = rooms.ai_job(room, state, budget, job_deadline)
+        await self.store.commit(
+            room,
+            expected,
+            record,
+            snap,
+            job,
+            self.ai_games_per_owner,
+            deadline=clocks.deadline(room.clock, room.status),
+        )
         self._remember(room, state)
+        self._committed[room.id] = snap
+        self._committed.move_to_end(room.id)
+        while len(self._committed) > STATE_CACHE_SIZE:
+            self._committed.popitem(last=False)
 
-    def _budget(self, room: Room, state: Any) -> Budget:
-        seat = room.seats[find_game(room.game).to_move(state)]
+    def _budget(self, room: Room, state: Any) -> tuple[Budget, int | None]:
+        """The AI's search budget, and in a timed game the server-clock time by which its
+        move should be back (its think time counts from the start of its turn, so the time
+        its job waits in the queue counts against it)."""
+        to_move = find_game(room.game).to_move(state)
+        seat = room.seats[to_move]
         if seat.kind != "ai" or seat.level is None:
-            return Budget()
-        return level_budget(room.game, seat.level)
+            return Budget(), None
+        budget = level_budget(room.game, seat.level)
+        started = clocks.turn_started(room.clock)
+        if room.clock is None or started is None:
+            return budget, None
+        think = clocks.ai_think_ms(room.clock, to_move, budget.time_ms)
+        assert think is not None
+        return Budget(budget.depth, think, budget.nodes), started + think

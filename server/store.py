@@ -5,9 +5,17 @@ Keys (``kibitz:`` prefix):
 - ``room:{id}``          hash: ``version`` and ``data`` (the room record as JSON)
 - ``room:{id}:events``   stream: one compact entry per version (what happened, when),
                          for ``resume`` and as the game's timeline
+- ``room:{id}:chat:{players|spectators}``  list: the channel's last 100 chat lines
+                         (JSON), with the room's lifetime (see chat.py)
 - ``room:{id}:presence`` hash: "seat:node" -> connections attached as that seat's player
-                         on that node (a dead node's entries stop counting with it)
+                         on that node, "s:node" -> spectators on that node (a dead
+                         node's entries stop counting with it), "gone:seat" -> since when
+                         that seat's player has been disconnected everywhere (epoch ms)
+- ``room:{id}:presence-sent`` string with a short TTL: a spectator-count broadcast went
+                         out for the room just now (see Hub.spectators_changed)
 - ``nodes:{node}``       a server node's heartbeat (with a TTL)
+- ``node-beats``         sorted set: node -> last heartbeat (ms); a node past its TTL is
+                         removed and announced on channel ``node-died`` (see heartbeat)
 - channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
 - ``rooms:live``         sorted set: room ids of unfinished rooms by last update (lobby)
 - ``archive``            stream with consumer group ``archivers``: rooms whose game ended,
@@ -17,6 +25,9 @@ Keys (``kibitz:`` prefix):
 - ``ai:*``               the fair queue in front of ``jobs`` (see fairness.py)
 - ``results``            stream with consumer group ``servers``: moves found by workers
 - ``workers:{name}``     worker heartbeats (with a TTL)
+- ``deadlines``          sorted set: room id -> server-clock ms of its clock's next automatic
+                         action (flag fall, first-move abort); kept by the commit script in
+                         the same step as the room, swept by every node (deadlines.py)
 
 Every write to a room goes through one Lua script that commits only if the room is
 still at the version the change was computed from (optimistic concurrency), and in the
@@ -41,7 +52,7 @@ import redis.asyncio as aioredis
 
 from kibitz.server import fairness
 from kibitz.server.fairness import LUA_FUNCTIONS, AsyncFairQueue
-from kibitz.server.room import Room, RoomError
+from kibitz.server.room import Presence, Room, RoomError
 from kibitz.shared.protocol import Job
 
 PREFIX = "kibitz:"
@@ -52,12 +63,33 @@ SERVERS_GROUP = "servers"
 LIVE = PREFIX + "rooms:live"
 ARCHIVE = PREFIX + "archive"
 ARCHIVERS_GROUP = "archivers"
+DEADLINES = PREFIX + "deadlines"
 WAITING_TTL_MS = 30 * 60 * 1000  # a room nobody joins is forgotten after this long
 FINISHED_TTL_MS = 60 * 60 * 1000  # a finished room stays this long once archived
 EVENTS_KEPT = 10_000  # per room; plenty for any game
 NODES = PREFIX + "nodes:"
 NODE_TTL_S = 15
 HEARTBEAT_S = 5.0
+#: Sorted set: node -> its last heartbeat (Redis time, ms), to notice nodes that died.
+NODE_BEATS = PREFIX + "node-beats"
+#: Channel: the name of a node found dead (published once, by the node that found it).
+NODE_DIED = PREFIX + "node-died"
+
+# KEYS: the node's heartbeat key, node beats; ARGV: node, TTL s, node-died channel.
+# Beats for the node, and announces (once, atomically) every node whose last beat is past
+# its TTL: their players now count as gone. Returns how many were announced.
+_BEAT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], t[1], 'EX', ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[2]) * 1000 - 1000)
+for _, node in ipairs(dead) do
+  redis.call('ZREM', KEYS[2], node)
+  redis.call('PUBLISH', ARGV[3], node)
+end
+return #dead
+"""
 
 
 def room_key(room_id: str) -> str:
@@ -77,14 +109,15 @@ def channel(room_id: str) -> str:
 
 
 # KEYS: room, events, live, jobs, ai ready, ai waiting, ai owners, workers live, owner's AI
-#       games, ai clock, archive stream, presence
+#       games, ai clock, archive stream, presence, deadlines
 # ARGV: [1] expected version (-1: must not exist), [2] new version, [3] record JSON,
 #       [4] event JSON, [5] snapshot JSON, [6] channel, [7] room id, [8] live (1/0),
 #       [9] updated ms, [10] job JSON or "", [11] max events, [12] job id, [13] job's owner,
 #       [14] job cost ms, [15] AI games mode ("", create, touch, end), [16] AI games limit,
 #       [17] game idle ms, [18] max waiting jobs, [19] max lead ms, [20] worker ttl ms,
 #       [21] room key prefix, [22] dispatch scan, [23] room status, [24] waiting TTL ms,
-#       [25] finished TTL ms (how long the room stays once archived)
+#       [25] finished TTL ms (how long the room stays once archived), [26] the room's
+#       clock deadline ms, or "" for none (KEYS[13]: the deadlines sorted set)
 # Returns {1, version} committed; {0, current version} stale; {-1, AI games} over the
 # owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, _} writes.
 _COMMIT = (
@@ -117,15 +150,27 @@ else
   redis.call('ZREM', KEYS[3], ARGV[7])
 end
 if ARGV[23] == 'waiting' then
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12]}) do
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
+                        KEYS[1] .. ':chat:spectators'}) do
     redis.call('PEXPIRE', key, ARGV[24])
   end
 elseif ARGV[23] == 'playing' then
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12]}) do redis.call('PERSIST', key) end
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
+                        KEYS[1] .. ':chat:spectators'}) do
+    redis.call('PERSIST', key)
+  end
 else
-  -- The game ended (this happens once per room): the archiver takes it from here.
-  redis.call('HSET', KEYS[1], 'archive', 'queued')
-  redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
+  -- The game ended: the archiver takes it from here. Only the first commit of a finished
+  -- room queues it (later ones, rematch offers, find it queued).
+  if redis.call('HEXISTS', KEYS[1], 'archive') == 0 then
+    redis.call('HSET', KEYS[1], 'archive', 'queued')
+    redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
+  end
+end
+if ARGV[26] == '' then
+  redis.call('ZREM', KEYS[13], ARGV[7])
+else
+  redis.call('ZADD', KEYS[13], ARGV[26], ARGV[7])
 end
 if games_mode == 'end' then
   redis.call('ZREM', KEYS[9], ARGV[7])
@@ -145,23 +190,75 @@ return {1, tonumber(ARGV[2])}
 )
 
 
-# KEYS: presence hash; ARGV: node key prefix. Returns the seats with a live connection.
-_PRESENCE = """
-local out = {}
-local entries = redis.call('HGETALL', KEYS[1])
-for i = 1, #entries, 2 do
-  local seat, node = string.match(entries[i], '^(%d+):(.+)$')
-  if seat and tonumber(entries[i + 1]) > 0 and redis.call('EXISTS', ARGV[1] .. node) == 1 then
-    table.insert(out, tonumber(seat))
-  end
+# Presence fields: "SEAT:NODE" -> connections of that seat's player on that node, "s:NODE"
+# -> spectators on that node (a dead node's entries stop counting with it), "gone:SEAT" ->
+# epoch ms since when that seat's player has had no connection anywhere.
+_PRESENCE_LIB = """
+local function presence_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-return out
+-- {seat 0 connections, seat 1 connections, spectators} on live nodes.
+local function presence_counts(hash, node_prefix)
+  local live = {}
+  local counts = {0, 0, 0}
+  local entries = redis.call('HGETALL', hash)
+  for i = 1, #entries, 2 do
+    local n = tonumber(entries[i + 1]) or 0
+    local seat, node = string.match(entries[i], '^(%d+):(.+)$')
+    local slot = seat and (tonumber(seat) + 1)
+    if not seat then
+      node = string.match(entries[i], '^s:(.+)$')
+      slot = node and 3
+    end
+    if slot and slot <= 3 and n > 0 then
+      if live[node] == nil then live[node] = redis.call('EXISTS', node_prefix .. node) == 1 end
+      if live[node] then counts[slot] = counts[slot] + n end
+    end
+  end
+  return counts
+end
+-- The presence hash lives as long as its room (its TTL, if any; a minute if it is gone).
+local function presence_ttl(hash, room)
+  local ttl = redis.call('PTTL', room)
+  if ttl == -2 then ttl = 60000 end
+  if ttl > 0 then redis.call('PEXPIRE', hash, ttl) end
+end
 """
 
-# KEYS: presence hash, room; ARGV: "seat:node", count, "add" (count is a delta) or "set"
-# (an absolute count). Drops fields that reach zero; the hash lives as long as its room
-# (the room's TTL, if any; a minute if the room is gone).
-_ATTACH = """
+# KEYS: presence hash, room; ARGV: node key prefix, human seats ("10": a human player holds
+# seat 0, not seat 1). Returns {seat 0 connected 1/0, seat 1 connected, spectators, seat 0
+# gone ms or -1, seat 1 gone ms or -1}. A human seat found without a connection and
+# without a "gone" time (its node died) is recorded as gone from now.
+_PRESENCE = (
+    _PRESENCE_LIB
+    + """
+local counts = presence_counts(KEYS[1], ARGV[1])
+local out = {counts[1] > 0 and 1 or 0, counts[2] > 0 and 1 or 0, counts[3], -1, -1}
+local wrote = false
+for seat = 0, 1 do
+  if counts[seat + 1] == 0 and string.sub(ARGV[2], seat + 1, seat + 1) == '1' then
+    local gone = redis.call('HGET', KEYS[1], 'gone:' .. seat)
+    if not gone and redis.call('EXISTS', KEYS[2]) == 1 then
+      gone = string.format('%d', presence_now())
+      redis.call('HSET', KEYS[1], 'gone:' .. seat, gone)
+      wrote = true
+    end
+    out[seat + 4] = tonumber(gone or '-1')
+  end
+end
+if wrote then presence_ttl(KEYS[1], KEYS[2]) end
+return out
+"""
+)
+
+# KEYS: presence hash, room; ARGV: "seat:node" (or "s:node" for spectators), count, "add"
+# (count is a delta) or "set" (an absolute count), node key prefix. Drops fields that
+# reach zero; for a seat, records since when its player has had no connection anywhere
+# (or clears that once it has one).
+_ATTACH = (
+    _PRESENCE_LIB
+    + """
 local n = tonumber(ARGV[2])
 if ARGV[3] == 'add' then n = redis.call('HINCRBY', KEYS[1], ARGV[1], n) end
 if n <= 0 then
@@ -169,11 +266,19 @@ if n <= 0 then
 elseif ARGV[3] == 'set' then
   redis.call('HSET', KEYS[1], ARGV[1], n)
 end
-local ttl = redis.call('PTTL', KEYS[2])
-if ttl == -2 then ttl = 60000 end
-if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+local seat = string.match(ARGV[1], '^(%d+):')
+if seat then
+  local counts = presence_counts(KEYS[1], ARGV[4])
+  if (counts[tonumber(seat) + 1] or 0) > 0 then
+    redis.call('HDEL', KEYS[1], 'gone:' .. seat)
+  elseif redis.call('HEXISTS', KEYS[1], 'gone:' .. seat) == 0 then
+    redis.call('HSET', KEYS[1], 'gone:' .. seat, string.format('%d', presence_now()))
+  end
+end
+presence_ttl(KEYS[1], KEYS[2])
 return n
 """
+)
 
 # KEYS: room, events, presence, live, archive stream; ARGV: archive group, entry id,
 # room id, TTL ms. The game is in the database: acknowledge and drop its archive entry,
@@ -181,7 +286,10 @@ return n
 _ARCHIVED = """
 redis.call('XACK', KEYS[5], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[5], ARGV[2])
-for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do redis.call('PEXPIRE', key, ARGV[4]) end
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[1] .. ':chat:players',
+                      KEYS[1] .. ':chat:spectators'}) do
+  redis.call('PEXPIRE', key, ARGV[4])
+end
 redis.call('ZREM', KEYS[4], ARGV[3])
 return 1
 """
@@ -205,7 +313,8 @@ return 1
 _FORGET = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if version and version ~= ARGV[2] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[1] .. ':chat:players',
+           KEYS[1] .. ':chat:spectators')
 redis.call('ZREM', KEYS[4], ARGV[1])
 return 1
 """
@@ -242,6 +351,7 @@ class RoomStore:
         self._archived = redis.register_script(_ARCHIVED)
         self._forget = redis.register_script(_FORGET)
         self._queue_legacy = redis.register_script(_QUEUE_LEGACY)
+        self._beat = redis.register_script(_BEAT)
         self.fair = AsyncFairQueue(redis)
 
     async def ensure_groups(self) -> None:
@@ -266,8 +376,12 @@ class RoomStore:
         snapshot: dict[str, Any],
         job: Job | None,
         ai_games_limit: int = 8,
+        deadline: int | None = None,
     ) -> None:
         """Write ``room`` if it is still at ``expected_version``; else StaleVersion.
+
+        ``deadline``: when the room's clock next needs the sweeper (server-clock ms), kept
+        in ``deadlines`` in the same atomic step (None takes the room off it).
 
         A new room with an AI seat counts against its owner's ``ai_games_limit``
         (RoomError ``rate/ai_games`` past it); a job that does not fit in the fair queue
@@ -297,6 +411,7 @@ class RoomStore:
                 fairness.CLOCK,
                 ARCHIVE,
                 presence_key(room.id),
+                DEADLINES,
             ],
             args=[
                 expected_version,
@@ -324,6 +439,7 @@ class RoomStore:
                 room.status,
                 self.waiting_ttl_ms,
                 self.finished_ttl_ms,
+                "" if deadline is None else deadline,
             ],
         )
         status, value = int(status), int(value)
@@ -372,21 +488,41 @@ class RoomStore:
 
     async def presence(self, room_id: str) -> tuple[bool, bool]:
         """Whether each seat's player is connected to a live node."""
-        seats = await self._presence(keys=[presence_key(room_id)], args=[NODES])
-        return (0 in seats, 1 in seats)
+        return (await self.presence_info(room_id)).connected
 
-    async def attach(self, room_id: str, seat: int, delta: int) -> None:
-        """Count a connection of ``seat``'s player on this node in (+1) or out (-1)."""
-        await self._attach(
-            keys=[presence_key(room_id), room_key(room_id)],
-            args=[f"{seat}:{self.node}", delta, "add"],
+    async def presence_info(
+        self, room_id: str, humans: tuple[bool, bool] = (False, False)
+    ) -> Presence:
+        """Who is there across the cluster: connected seats, spectators, and since when
+        each seat in ``humans`` (the seats a human player holds) has been gone. A human
+        seat found gone without a recorded time (its node died) is recorded as gone now."""
+        flags = "".join("1" if human else "0" for human in humans)
+        reply: Any = await self._presence(keys=[presence_key(room_id), room_key(room_id)],
+                                          args=[NODES, flags])  # fmt: skip
+        c0, c1, spectators, g0, g1 = (int(x) for x in reply)
+        return Presence(
+            connected=(c0 == 1, c1 == 1),
+            gone_ms=(g0 if g0 >= 0 else None, g1 if g1 >= 0 else None),
+            spectators=spectators,
         )
 
-    async def restate(self, room_id: str, seat: int, count: int) -> None:
-        """Set the count of ``seat``'s connections on this node to ``count`` (absolute)."""
+    def _presence_field(self, seat: int | None) -> str:
+        return f"{'s' if seat is None else seat}:{self.node}"
+
+    async def attach(self, room_id: str, seat: int | None, delta: int) -> None:
+        """Count a connection of ``seat``'s player (None: a spectator) on this node in
+        (+1) or out (-1)."""
         await self._attach(
             keys=[presence_key(room_id), room_key(room_id)],
-            args=[f"{seat}:{self.node}", count, "set"],
+            args=[self._presence_field(seat), delta, "add", NODES],
+        )
+
+    async def restate(self, room_id: str, seat: int | None, count: int) -> None:
+        """Set the count of ``seat``'s connections (None: spectators) on this node to
+        ``count`` (absolute)."""
+        await self._attach(
+            keys=[presence_key(room_id), room_key(room_id)],
+            args=[self._presence_field(seat), count, "set", NODES],
         )
 
     async def archived(self, room_id: str, entry_id: str, ttl_ms: int) -> None:
@@ -419,9 +555,22 @@ class RoomStore:
         )
         return bool(int(done))
 
+    async def due_rooms(self, now_ms: int, limit: int = 50) -> list[str]:
+        """Rooms whose clock deadline is at or before ``now_ms``, earliest first."""
+        ids: Any = await self.redis.zrangebyscore(DEADLINES, "-inf", now_ms, start=0, num=limit)
+        return list(ids)
+
+    async def drop_deadline(self, room_id: str) -> None:
+        """Take a room that is gone off ``deadlines``."""
+        await self.redis.zrem(DEADLINES, room_id)
+
     async def heartbeat(self) -> None:
-        """Say this node is alive; its players count as connected while it is."""
-        await self.redis.set(NODES + self.node, int(time.time()), ex=NODE_TTL_S)
+        """Say this node is alive; its players count as connected while it is. Also
+        announce on NODE_DIED any node that stopped beating (once, whichever node finds
+        it), so the rooms followed elsewhere learn that its players are gone."""
+        await self._beat(
+            keys=[NODES + self.node, NODE_BEATS], args=[self.node, NODE_TTL_S, NODE_DIED]
+        )
 
 
 async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:

@@ -97,7 +97,10 @@ def _text(
             raise ProtocolError("message/invalid", f"{data.get('type')!r} needs field {name!r}")
         return None
     if not isinstance(value, str) or not value or len(value) > max_length:
-        raise ProtocolError("message/invalid", f"field {name!r} must be a non-empty string")
+        raise ProtocolError(
+            "message/invalid",
+            f"field {name!r} must be a non-empty string of at most {max_length} characters",
+        )
     return value
 
 
@@ -139,6 +142,9 @@ class Create:
     position: str | None = None  # start from this position text instead of the initial one
     player_key: str | None = None  # the client's secret player key (see player_id)
     rid: str | int | None = None
+    #: The time control: None (untimed), {"initial_ms", "increment_ms"} (Fischer) or
+    #: {"days_per_move"} (correspondence); see parse_clock.
+    clock: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +207,99 @@ class Ping:
     rid: str | int | None = None
 
 
-ClientMessage = Create | Join | Watch | Resume | PlayMove | Resign | Leave | Ping
-CLIENT_TYPES = ("create", "join", "watch", "resume", "move", "resign", "leave", "ping")
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A chat line in a room: with ``token``, on the players' channel as that seat; without,
+    on the spectators' channel (``name`` optional)."""
+
+    room: str
+    text: str
+    token: str | None = None
+    name: str | None = None
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Seek:
+    """An open challenge in the lobby; ``seat`` is the creator's (None: random)."""
+
+    game: str
+    options: dict[str, Any] = field(default_factory=dict)
+    clock: dict[str, int] | None = None
+    seat: int | None = None
+    name: str | None = None
+    player_key: str | None = None
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unseek:
+    seek: str
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptSeek:
+    """Accept a seek: a room is made with its creator and the acceptor seated."""
+
+    seek: str
+    name: str | None = None
+    player_key: str | None = None
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lobby:
+    """Subscribe to (or stop) the lobby's seeks and live games."""
+
+    subscribe: bool = True
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """Offer, accept or decline a draw, a takeback or a rematch (the message types
+    ``draw``, ``takeback`` and ``rematch``) for the seat that owns ``token``."""
+
+    kind: Literal["draw", "takeback", "rematch"]
+    room: str
+    token: str
+    action: Literal["offer", "accept", "decline"] = "offer"
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """Cancel a game that has not really started (a waiting room, or not both seats moved)."""
+
+    room: str
+    token: str
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """End the game as a win (or a draw) because the opponent has been gone too long."""
+
+    room: str
+    token: str
+    result: Literal["win", "draw"] = "win"
+    rid: str | int | None = None
+
+
+MAX_CHAT = 300  # longest chat line, in characters
+MAX_NAME = 40  # longest display name in a chat line
+
+
+ClientMessage = (
+    Create | Join | Watch | Resume | PlayMove | Resign | Leave | Ping
+    | Chat | Seek | Unseek | AcceptSeek | Lobby | Offer | Abort | Claim
+)  # fmt: skip
+CLIENT_TYPES = (
+    "create", "join", "watch", "resume", "move", "resign", "leave", "ping",
+    "chat", "seek", "unseek", "accept", "lobby", "draw", "takeback", "rematch", "abort",
+    "claim",
+)  # fmt: skip
 
 
 def player_id(player_key: str) -> str:
@@ -239,6 +336,42 @@ def parse_opponent(value: object) -> Opponent:
     )
 
 
+#: Time controls accepted by ``create`` (and seeks): Fischer and correspondence bounds.
+CLOCK_INITIAL_MS = (1_000, 10_800_000)
+CLOCK_INCREMENT_MS = (0, 180_000)
+CLOCK_DAYS = (1, 14)
+
+
+def parse_clock(value: object) -> dict[str, int] | None:
+    """A time control from the wire: None/absent (untimed), ``{"initial_ms": N,
+    "increment_ms": M}`` (Fischer; N 1000..10_800_000, M 0..180_000, M defaults to 0) or
+    ``{"days_per_move": D}`` (correspondence, D 1..14). Anything else: ``clock/invalid``."""
+    if value is None:
+        return None
+
+    def whole(name: str, bounds: tuple[int, int]) -> int:
+        number = value.get(name) if isinstance(value, dict) else None
+        lo, hi = bounds
+        if not isinstance(number, int) or isinstance(number, bool) or not lo <= number <= hi:
+            raise ProtocolError(
+                "clock/invalid", f"clock field {name!r} must be an integer {lo}-{hi}"
+            )
+        return number
+
+    if not isinstance(value, dict):
+        raise ProtocolError("clock/invalid", "field 'clock' must be an object or null")
+    keys = set(value)
+    if keys == {"days_per_move"}:
+        return {"days_per_move": whole("days_per_move", CLOCK_DAYS)}
+    if keys and keys <= {"initial_ms", "increment_ms"} and "initial_ms" in keys:
+        increment = whole("increment_ms", CLOCK_INCREMENT_MS) if "increment_ms" in keys else 0
+        return {"initial_ms": whole("initial_ms", CLOCK_INITIAL_MS), "increment_ms": increment}
+    raise ProtocolError(
+        "clock/invalid",
+        'field \'clock\' must be {"initial_ms": N, "increment_ms": M} or {"days_per_move": D}',
+    )
+
+
 def parse_client_message(data: dict[str, Any]) -> ClientMessage:
     """Validate a decoded client frame into its typed message."""
     kind = data.get("type")
@@ -260,6 +393,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             position=_text(data, "position", required=False, max_length=MAX_POSITION),
             player_key=_player_key(data),
             rid=rid,
+            clock=parse_clock(data.get("clock")),
         )
     if kind == "join":
         return Join(
@@ -292,10 +426,77 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
         return Leave(room=str(_text(data, "room")), rid=rid)
     if kind == "ping":
         return Ping(rid=rid)
+    if kind in ("chat", "seek", "unseek", "accept", "lobby"):
+        return _parse_lobby_message(kind, data, rid)
+    if kind in ("draw", "takeback", "rematch", "abort", "claim"):
+        return _parse_action(kind, data, rid)
     raise ProtocolError(
         "message/unknown_type",
         f"unknown message type {kind!r}; expected one of {', '.join(CLIENT_TYPES)}",
     )
+
+
+def _parse_lobby_message(kind: str, data: dict[str, Any], rid: str | int | None) -> ClientMessage:
+    """``chat``, ``seek``, ``unseek``, ``accept`` and ``lobby``."""
+    if kind == "chat":
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise ProtocolError("chat/invalid", "field 'text' must be a string")
+        return Chat(
+            room=str(_text(data, "room")),
+            text=text,  # checked by the chat module (chat/invalid)
+            token=_text(data, "token", required=False),
+            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            rid=rid,
+        )
+    if kind == "seek":
+        options = data.get("options") or {}
+        if not isinstance(options, dict) or len(options) > 16:
+            raise ProtocolError("message/invalid", "field 'options' must be an object")
+        seat = data.get("seat")
+        return Seek(
+            game=str(_text(data, "game")),
+            options=options,
+            clock=parse_clock(data.get("clock")),
+            seat=None if seat in (None, "random") else _int(data, "seat", 0, 1),
+            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            player_key=_player_key(data),
+            rid=rid,
+        )
+    if kind == "unseek":
+        return Unseek(seek=str(_text(data, "seek")), rid=rid)
+    if kind == "accept":
+        return AcceptSeek(
+            seek=str(_text(data, "seek")),
+            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            player_key=_player_key(data),
+            rid=rid,
+        )
+    subscribe = data.get("subscribe", True)
+    if not isinstance(subscribe, bool):
+        raise ProtocolError("message/invalid", "field 'subscribe' must be true or false")
+    return Lobby(subscribe=subscribe, rid=rid)
+
+
+def _parse_action(kind: str, data: dict[str, Any], rid: str | int | None) -> ClientMessage:
+    """``draw``, ``takeback``, ``rematch`` (an ``action``), ``abort`` and ``claim``."""
+    room, token = str(_text(data, "room")), str(_text(data, "token"))
+    if kind == "abort":
+        return Abort(room=room, token=token, rid=rid)
+    if kind == "claim":
+        result = data.get("result", "win")
+        if result not in ("win", "draw"):
+            raise ProtocolError("message/invalid", "field 'result' must be 'win' or 'draw'")
+        return Claim(room=room, token=token, result=result, rid=rid)
+    action = data.get("action", "offer")
+    if action not in ("offer", "accept", "decline"):
+        raise ProtocolError(
+            "message/invalid", "field 'action' must be 'offer', 'accept' or 'decline'"
+        )
+    offer_kind: Literal["draw", "takeback", "rematch"] = (
+        "draw" if kind == "draw" else "takeback" if kind == "takeback" else "rematch"
+    )
+    return Offer(kind=offer_kind, room=room, token=token, action=action, rid=rid)
 
 
 # -- server -> client -------------------------------------------------------------------
@@ -312,6 +513,14 @@ def welcome_message(node: str) -> dict[str, Any]:
 
 def error_message(code: str, message: str, rid: str | int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "error", "code": code, "message": message}
+    if rid is not None:
+        out["rid"] = rid
+    return out
+
+
+def left_message(room: str, rid: str | int | None = None) -> dict[str, Any]:
+    """The reply to ``leave``: this connection no longer follows ``room``."""
+    out: dict[str, Any] = {"type": "left", "room": room}
     if rid is not None:
         out["rid"] = rid
     return out
@@ -353,8 +562,13 @@ def thinking_message(
     }
 
 
-def pong_message(rid: str | int | None = None) -> dict[str, Any]:
-    return {"type": "pong", "rid": rid}
+def pong_message(rid: str | int | None = None, at: int | None = None) -> dict[str, Any]:
+    """``at``: the server's clock (epoch ms) when it answered, for clients that estimate
+    their offset to the server's clock (the ``at`` of ``state.clock``)."""
+    out: dict[str, Any] = {"type": "pong", "rid": rid}
+    if at is not None:
+        out["at"] = at
+    return out
 
 
 # -- server <-> worker ------------------------------------------------------------------
@@ -389,6 +603,10 @@ class Job:
     budget: Budget
     seed: int = 0
     owner: str = ""
+    #: In timed games: the server-clock time (epoch ms, the Redis server's clock) by
+    #: which the move should be back; the worker caps its search by it, so time spent
+    #: waiting in the queue counts against the AI's clock. None: untimed.
+    deadline_ms: int | None = None
 
     def to_fields(self) -> StreamFields:
         """Flat string fields for a Redis stream entry."""
@@ -407,6 +625,7 @@ class Job:
             or not isinstance(job.version, int)
             or not isinstance(job.moves, list)
             or not isinstance(job.owner, str)
+            or not (job.deadline_ms is None or isinstance(job.deadline_ms, int))
         ):
             raise ProtocolError("job/invalid", "malformed job entry: bad field types")
         return job

@@ -30,7 +30,7 @@ import threading
 import time
 import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,6 +39,7 @@ import redis
 from kibitz.server.fairness import YIELD_AFTER_MS, FairQueue, owner_lane
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
+    Budget,
     Job,
     JobResult,
     ProtocolError,
@@ -62,6 +63,8 @@ MAX_DELIVERIES = 3
 HEARTBEAT_TTL_S = 15
 RESULTS_KEPT = 100_000
 MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
+CLOCK_MARGIN_MS = 40  # kept from a timed job's think time for the trip back to the room
+MIN_SEARCH_MS = 20  # a timed job with less than this left searches one ply
 
 
 def room_key(room_id: str) -> str:
@@ -201,6 +204,7 @@ class Worker:
             self._finish(entry_id)
             self.dropped += 1
             return
+        job = self._on_the_clock(job)
         cancel = CancelToken()
         keeper = LeaseKeeper(self.lease_redis, self.name, entry_id, job, cancel, self.config)
         keeper.start()
@@ -235,6 +239,24 @@ class Worker:
         self._post(result)
         self._finish(entry_id)
         self.done += 1
+
+    def _on_the_clock(self, job: Job) -> Job:
+        """In a timed game, the job with its search cut to what is left of its think time
+        (``deadline_ms``, on the Redis server's clock: the time the job waited in the
+        queue is gone already). Past the deadline, a depth-1 search: a quick legal move
+        beats a flag."""
+        if job.deadline_ms is None:
+            return job
+        seconds, micros = self.redis.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        left = job.deadline_ms - now_ms - CLOCK_MARGIN_MS
+        budget = job.budget
+        if left < MIN_SEARCH_MS:
+            capped = Budget(depth=1, time_ms=MIN_SEARCH_MS, nodes=budget.nodes)
+        else:
+            time_ms = left if budget.time_ms is None else min(budget.time_ms, left)
+            capped = Budget(depth=budget.depth, time_ms=time_ms, nodes=budget.nodes)
+        return replace(job, budget=capped)
 
     def _finish(self, entry_id: str) -> None:
         """Acknowledge and delete: the stream then holds only unfinished jobs, which is

@@ -9,7 +9,12 @@
 //   sync.js      resumes the followed rooms after a reconnection, re-syncs quiet ones
 //   state.js     the state the screens share
 //   lobby.js     the lobby screen
+//   seeks.js     open challenges in the lobby and the lobby subscription
 //   game.js      the game screen and its choice dialog
+//   actions.js   draw, takeback, abort, claim, rematch; the spectator's bar
+//   clock.js     time controls and the ticking clocks
+//   chat.js      the room's chat (text only)
+//   result.js    the result in words from the viewer's side
 //   gamepage.js  the game page (?game=ID): a played game to step through and export
 //   mygames.js   "My games" on the lobby: this browser's player's games
 //   errors.js    the error toast
@@ -17,6 +22,8 @@
 //   boards/      one renderer per game
 // This file routes between the screens and wires the page's buttons.
 
+import { enableArrowKeys } from "./boards/common.js";
+import { onChat, wireChat } from "./chat.js";
 import { hideError, showError } from "./errors.js";
 import {
   cancelChoice,
@@ -30,9 +37,11 @@ import {
   playMove,
   renderGame,
   resign,
+  wireGame,
 } from "./game.js";
 import { showGamePage, wireGamePage } from "./gamepage.js";
 import { createGame, joinByInput, refreshRooms, showLobby, watchByInput } from "./lobby.js";
+import { onLobby, postSeek, wireSeeks } from "./seeks.js";
 import { prefs, seatStore } from "./storage.js";
 import { $, app } from "./state.js";
 
@@ -60,13 +69,19 @@ app.conn.addEventListener("message", (event) => {
     case "thinking":
       onThinking(message);
       break;
+    case "chat":
+      onChat(message);
+      break;
+    case "lobby":
+      onLobby(message);
+      break;
     case "error":
       clearPending();
       showError(message.code, message.message);
       if (app.state) renderGame();
       break;
     default:
-      break; // welcome, pong
+      break; // welcome, pong (the connection reads its "at" for the clocks), seek
   }
 });
 
@@ -118,6 +133,11 @@ function copyField(id, button) {
 
 function wire() {
   wireGamePage();
+  wireGame();
+  wireChat();
+  enableArrowKeys($("board"));
+  wireSeeks();
+  $("seek-btn").addEventListener("click", postSeek);
   $("create-form").addEventListener("submit", createGame);
   $("join-form").addEventListener("submit", joinByInput);
   $("watch-btn").addEventListener("click", watchByInput);
@@ -162,6 +182,10 @@ window.kibitz = {
   },
   get connection() {
     return app.conn.status;
+  },
+  /** The server's clock minus ours, in ms, and how many pongs it was estimated from. */
+  get clockOffset() {
+    return { ms: app.conn.offsetMs, samples: app.conn.offsetSamples.length };
   },
   /** Drop the socket as a network failure would (tests the reconnection path). */
   dropConnection() {

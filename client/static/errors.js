@@ -28,16 +28,37 @@ const FRIENDLY_ERRORS = {
   "server/internal": "Something went wrong on the server; nothing was changed",
   "client/timeout": "The server did not answer",
   "client/disconnected": "The connection dropped before the server answered",
+  "client/error": "Something went wrong in this page",
+  "http/error": "The server could not answer that",
+  "message/invalid": "The server could not understand that request",
+  "message/unknown_type": "This server does not know that request",
+  "room/waiting": "The game has not started yet",
+  "clock/invalid": "That time control is not possible",
+  "offer/none": "There is no offer to answer",
+  "offer/not_allowed": "That cannot be offered now",
+  "abort/too_late": "Too late to abort: both sides have moved",
+  "claim/too_early": "Too early to claim",
+  "claim/not_allowed": "Nothing to claim",
+  "chat/invalid": "That message cannot be sent",
+  "chat/rate": "You are chatting too fast; wait a few seconds",
+  "seek/unknown": "That challenge is gone",
+  "seek/own": "That is your own challenge",
+  "position/invalid": "That position text is not valid",
 };
+
+/** The plain-words title of an error code (codes are shown only as detail). */
+export function friendlyError(code) {
+  return FRIENDLY_ERRORS[code] || "Something went wrong";
+}
 
 let errorTimer = null;
 
 export function showError(code, message) {
   const box = $("error");
   box.replaceChildren(
-    el("strong", {}, [FRIENDLY_ERRORS[code] || "Error"]),
+    el("strong", {}, [friendlyError(code)]),
     el("span", { class: "detail" }, [message || ""]),
-    el("code", { class: "code", testid: "error-code" }, [code || ""]),
+    el("small", { class: "code-detail muted" }, ["code ", el("code", { class: "code", testid: "error-code" }, [code || ""])]),
     el("button", { class: "close", type: "button", "aria-label": "Dismiss", onclick: hideError }, ["\u00D7"]),
   );
   box.dataset.code = code || "";

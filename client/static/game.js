@@ -1,9 +1,14 @@
 // The game screen: the board, the players, the moves, sharing links and the dialog for
 // choices. Every "state" snapshot redraws it; a click sends a move from legal_moves.
 
+import { renderActions, wireActions } from "./actions.js";
 import { el } from "./boards/common.js";
+import { renderChat, resetChat } from "./chat.js";
+import { clockElement, renderClockStrip } from "./clock.js";
 import { reportError } from "./errors.js";
 import { loadGames, playerName, showLobby } from "./lobby.js";
+import { describeResult } from "./result.js";
+import { subscribeLobby } from "./seeks.js";
 import { $, app, navigate } from "./state.js";
 import { player, prefs, seatStore } from "./storage.js";
 
@@ -17,6 +22,11 @@ const MOVE_PENDING_MS = 10000;
 export function onSeat(message) {
   const game = app.state && app.state.room === message.room ? app.state.game : undefined;
   seatStore.put(message.room, { token: message.token, seat: message.seat, ...(game ? { game } : {}) });
+  if (message.seek !== undefined && message.room !== app.room) {
+    // Someone accepted our seek in the lobby: the game is on.
+    openRoom(message.room, "play", `?room=${encodeURIComponent(message.room)}`);
+    return;
+  }
   if (message.room === app.room) {
     app.token = message.token;
     app.you = message.seat;
@@ -33,6 +43,12 @@ export function onState(message) {
   if (app.you !== null && app.you !== undefined && app.token) {
     seatStore.put(message.room, { game: message.game, seat: app.you });
   }
+  // The board before the last move, to show what it took (draughts captures).
+  if (previous && message.version === previous.version + 1 && message.moves.length === previous.moves.length + 1) {
+    app.prevView = previous.view;
+  } else if (!previous || message.moves.length !== previous.moves.length) {
+    app.prevView = null;
+  }
   app.state = message;
   const mine = app.you !== null && app.you !== undefined && app.token ? message.seats[app.you] : null;
   if (mine && mine.player) player.remember(mine.player);
@@ -41,6 +57,26 @@ export function onState(message) {
     clearPending();
   }
   renderGame();
+  renderChat(); // the channel follows the seat
+  const event = message.event || {};
+  const missed = Array.isArray(event.missed) ? event.missed : [];
+  if (message.next_room && (event.kind === "rematch" || missed.some((e) => e.kind === "rematch"))) {
+    followRematch(message);
+  }
+}
+
+/** The rematch was agreed: players resume the new room with the token they hold (the
+ *  server seats each of them there with the same token, colours swapped); spectators
+ *  watch it. */
+export function followRematch(state) {
+  const next = state.next_room;
+  if (!next || app.room !== state.room) return;
+  if (app.token && (app.you === 0 || app.you === 1)) {
+    seatStore.put(next, { token: app.token, seat: 1 - app.you, game: state.game });
+    openRoom(next, "play", `?room=${encodeURIComponent(next)}`);
+  } else {
+    openRoom(next, "watch", `?watch=${encodeURIComponent(next)}`);
+  }
 }
 
 // An AI's progress on its move: shown under the status line until the next state.
@@ -48,9 +84,11 @@ export function onThinking(message) {
   if (message.room !== app.room || !app.state || message.version !== app.state.version) return;
   const seconds = (message.time_ms / 1000).toFixed(1);
   const score = message.score > 0 ? `+${message.score}` : String(message.score);
-  const line = message.pv.slice(0, 6).join(" ");
+  // The human playing the AI gets no principal variation while the game runs (it would be
+  // a hint): the server sends "pv": [] to them.
+  const line = (message.pv || []).slice(0, 6).join(" ");
   const el = $("thinking");
-  el.textContent = `AI thinking: depth ${message.depth}, score ${score}, ${seconds} s — ${line}`;
+  el.textContent = `AI thinking: depth ${message.depth}, score ${score}, ${seconds} s${line ? ` — ${line}` : ""}`;
   el.hidden = false;
 }
 
@@ -88,6 +126,7 @@ export function openRoom(room, mode, search) {
 
 export async function enterRoom(room, mode) {
   clearInterval(app.roomsTimer);
+  subscribeLobby(false);
   if (app.room && app.room !== room) leaveRoom(false);
   const stored = seatStore.get(room);
   app.room = room;
@@ -96,6 +135,10 @@ export async function enterRoom(room, mode) {
   app.ui = {};
   app.token = stored ? stored.token : null;
   app.you = stored ? stored.seat : null;
+  app.prevView = null;
+  app.flip = false;
+  app.noticeText = null;
+  resetChat(room);
   clearPending();
   $("lobby").hidden = true;
   $("replay").hidden = true;
@@ -184,13 +227,10 @@ function statusText(state) {
   return `${playerText(state, state.to_move)} to move.`;
 }
 
-function resultText(state) {
-  const result = state.result || {};
-  const reason = result.reason ? ` (${result.reason})` : "";
-  if (result.winner === null || result.winner === undefined) return `Draw${reason}.`;
-  if (app.you === result.winner) return `You win${reason}!`;
-  if (app.you !== null && app.you !== undefined) return `You lose${reason}.`;
-  return `${playerText(state, result.winner)} wins${reason}.`;
+function resultWords(state) {
+  const names = [0, 1].map((seat) => playerText(state, seat));
+  const you = app.token ? app.you : null;
+  return describeResult(state, state.players, you, names);
 }
 
 /** The board renderer of `game` (a module from boards/), or null for a game without one. */
@@ -212,14 +252,15 @@ export function renderGame() {
     $("board").replaceChildren();
     $("moves").replaceChildren();
     for (const seat of [0, 1]) $(`seat-${seat}`).replaceChildren();
-    for (const id of ["pass-btn", "resign-btn", "rematch-btn"]) $(id).hidden = true;
+    for (const id of ["pass-btn", "resign-btn", "rematch-btn", "draw-btn", "takeback-btn", "abort-btn", "rematch-offer-btn", "offer", "claim", "first-move"]) {
+      $(id).hidden = true;
+    }
     return;
   }
-  const you = app.you;
-  const seated = you !== null && you !== undefined;
   const myTurn = isMyTurn(state);
   $("game-title").textContent = gameTitle(state);
   $("room-id").textContent = `room ${state.room}`;
+  $("flip-btn").hidden = !FLIP_FOR_SECOND_SEAT.has(state.game);
   const status = $("status");
   status.textContent = statusText(state);
   status.dataset.turn = myTurn ? "you" : "other";
@@ -231,17 +272,23 @@ export function renderGame() {
   const result = $("result");
   if (state.status === "over") {
     const winner = state.result ? state.result.winner : null;
-    const outcome = winner === null || winner === undefined ? "draw" : !seated ? "decided" : winner === you ? "win" : "loss";
+    const { text, outcome } = resultWords(state);
     result.className = `result ${outcome}`;
     result.dataset.winner = winner === null || winner === undefined ? "draw" : String(winner);
     result.dataset.outcome = outcome;
-    result.replaceChildren(
-      el("strong", {}, [resultText(state)]),
+    const parts = [
+      el("strong", {}, [text]),
       " ",
       el("a", { href: `?game=${encodeURIComponent(state.room)}`, class: "review-link", testid: "review-link" }, [
         "Review the game and export it",
       ]),
-    );
+      state.next_room && !app.token
+        ? el("a", { href: `?watch=${encodeURIComponent(state.next_room)}`, class: "review-link", testid: "next-room-link" }, [
+            "Watch the rematch",
+          ])
+        : null,
+    ];
+    result.replaceChildren(...parts.filter(Boolean));
     result.hidden = false;
   } else {
     result.hidden = true;
@@ -269,7 +316,20 @@ function renderJoinBanner(state) {
   if (!$("join-name").value) $("join-name").value = prefs.get("name", "");
 }
 
+/** Whether the board is drawn turned round (seat 1's side at the bottom). */
+function isFlipped(state) {
+  return FLIP_FOR_SECOND_SEAT.has(state.game) && (app.you === 1) !== Boolean(app.flip);
+}
+
 function renderSeats(state) {
+  // On boards with a bottom side, the seat at the bottom of the board (and its clock) is
+  // listed last, nearest to it, as on a real table.
+  const oriented = FLIP_FOR_SECOND_SEAT.has(state.game);
+  $("seat-0").style.order = oriented && !isFlipped(state) ? "2" : "";
+  $("seat-1").style.order = oriented && isFlipped(state) ? "2" : "";
+  // The strip above the board (narrow screens): the side at the top of the board first.
+  const bottom = oriented ? (isFlipped(state) ? 1 : 0) : app.you === 0 || app.you === 1 ? app.you : 1;
+  renderClockStrip(state, [1 - bottom, bottom]);
   for (const seat of [0, 1]) {
     const info = state.seats[seat] || { taken: false, kind: "human" };
     const box = $(`seat-${seat}`);
@@ -301,6 +361,7 @@ function renderSeats(state) {
           })
         : null,
       turn ? el("span", { class: "turn-mark", "aria-label": "to move", role: "img" }, ["\u25C0"]) : null,
+      clockElement(state, seat),
     ];
     box.replaceChildren(...parts.filter(Boolean));
   }
@@ -342,16 +403,6 @@ function renderShare(state) {
   $("invite-field").hidden = !free;
 }
 
-function renderActions(state, myTurn) {
-  const seated = app.you !== null && app.you !== undefined;
-  const pass = $("pass-btn");
-  pass.hidden = !(myTurn && state.legal_moves.includes("pass"));
-  pass.disabled = app.pending;
-  const resign = $("resign-btn");
-  resign.hidden = !(seated && state.status === "playing");
-  $("rematch-btn").hidden = state.status !== "over";
-}
-
 async function renderBoard() {
   const state = app.state;
   const root = $("board");
@@ -364,6 +415,8 @@ async function renderBoard() {
   root.dataset.status = state.status;
   root.dataset.turn = myTurn ? "you" : "other";
   root.classList.toggle("my-turn", canMove);
+  // Keep the keyboard focus on the same square across redraws.
+  const focused = root.contains(document.activeElement) ? document.activeElement.getAttribute("data-testid") : null;
   root.replaceChildren();
   if (!board) {
     root.append(el("pre", { class: "position" }, [state.position]));
@@ -373,15 +426,24 @@ async function renderBoard() {
     state,
     view: state.view,
     you: app.you,
-    flipped: app.you === 1 && FLIP_FOR_SECOND_SEAT.has(state.game),
+    flipped: isFlipped(state),
     canMove,
     legal: canMove ? state.legal_moves : [],
     lastMove: state.last_move ? state.last_move.move : null,
+    prevView: app.prevView,
     ui: app.ui,
     play: playMove,
     choose,
     rerender: renderBoard,
   });
+  if (focused) {
+    const again = root.querySelector(`[data-testid="${focused}"]`);
+    if (again && !again.disabled) again.focus();
+  }
+}
+
+export function wireGame() {
+  wireActions({ choose, followRematch, rerender: renderGame });
 }
 
 export function playMove(move) {

@@ -9,6 +9,8 @@ import { el } from "./boards/common.js";
 import { reportError } from "./errors.js";
 import { boardFor } from "./game.js";
 import { fetchJson, loadGames } from "./lobby.js";
+import { describeResult } from "./result.js";
+import { subscribeLobby } from "./seeks.js";
 import { $, app } from "./state.js";
 
 const EXPORT_LABELS = { pgn: "PGN", pdn: "PDN", json: "JSON" };
@@ -23,6 +25,7 @@ const page = {
 
 export async function showGamePage(id) {
   clearInterval(app.roomsTimer);
+  subscribeLobby(false);
   $("lobby").hidden = true;
   $("game").hidden = true;
   $("replay").hidden = false;
@@ -84,14 +87,14 @@ export function playerLabel(info) {
   return info.name || "Anonymous";
 }
 
-/** The result in words: "Black wins by checkmate.", "Draw: threefold repetition." */
-export function resultWords(record) {
+/** The result in words: "Black (ann) wins: checkmate.", "Draw: threefold repetition.",
+ *  with the score where the game has one (from the final board). */
+export function resultWords(record, finalView = null) {
   if (record.status === "waiting") return "Waiting for a second player.";
   if (record.status !== "over" || !record.result) return "In progress.";
-  const { winner, reason } = record.result;
-  if (winner === null || winner === undefined) return reason ? `Draw: ${reason}.` : "Draw.";
-  const name = sides(record)[winner];
-  return reason ? `${name} (${playerLabel(record.players[winner])}) wins: ${reason}.` : `${name} wins.`;
+  const names = sides(record);
+  const labels = names.map((name, seat) => `${name} (${playerLabel(record.players[seat])})`);
+  return describeResult({ game: record.game, result: record.result, view: finalView }, names, null, labels).text;
 }
 
 function clockText(ms) {
@@ -111,7 +114,8 @@ function renderPage() {
   $("replay-title").textContent = title;
   document.title = `${title} · game ${record.id} · kibitz`;
   const result = $("replay-result");
-  result.textContent = resultWords(record);
+  const last = page.positions[record.moves.length];
+  result.textContent = resultWords(record, last ? last.view : null);
   result.dataset.status = record.status;
   if (record.status !== "over") {
     result.append(" ", el("a", { href: `?watch=${encodeURIComponent(record.id)}`, testid: "replay-watch" }, ["Watch it live"]));
@@ -230,6 +234,7 @@ async function renderPosition() {
     canMove: false,
     legal: [],
     lastMove: ply > 0 ? record.moves[ply - 1].move : null,
+    prevView: ply > 0 && page.positions[ply - 1] ? page.positions[ply - 1].view : null,
     ui: {},
     play: noop,
     choose: async () => null,

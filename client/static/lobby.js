@@ -2,11 +2,13 @@
 // link, the live games and "Your games" (seats kept in this browser).
 
 import { el } from "./boards/common.js";
+import { timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
 import { joinRoom, openRoom } from "./game.js";
 import { ServerError } from "./protocol.js";
 import { $, app } from "./state.js";
 import { renderMyHistory } from "./mygames.js";
+import { chosenClock, renderSeeks, subscribeLobby } from "./seeks.js";
 import { player, prefs, seatStore } from "./storage.js";
 
 const AI_LEVELS = 8;
@@ -46,6 +48,8 @@ export async function showLobby() {
   $("lobby").hidden = false;
   await loadGames();
   renderGameCards();
+  renderSeeks();
+  subscribeLobby(true);
   renderMyGames();
   renderMyHistory();
   refreshRooms();
@@ -140,9 +144,14 @@ function renderCreateForm() {
   );
   seat.value = chosenSeat;
   $("name").value = $("name").value || prefs.get("name", "");
+  if (!$("create-form").dataset.timeRestored) {
+    $("create-form").dataset.timeRestored = "1";
+    $("time-control").value = prefs.get("time", "none");
+    if (!$("time-control").value) $("time-control").value = "none";
+  }
 }
 
-function readOptions() {
+export function readOptions() {
   const game = app.gamesByName.get(app.selectedGame);
   const options = {};
   for (const input of $("options").querySelectorAll("[data-option]")) {
@@ -168,6 +177,7 @@ export async function createGame(event) {
   const seat = $("seat-choice").value;
   const name = playerName();
   prefs.set("opponent", $("opponent").value);
+  prefs.set("time", $("time-control").value);
   if (name) prefs.set("name", name);
   const message = {
     type: "create",
@@ -178,6 +188,8 @@ export async function createGame(event) {
     player_key: player.key(),
   };
   if (name) message.name = name;
+  const clock = chosenClock();
+  if (clock) message.clock = clock;
   const position = $("start-position").value.trim();
   if (position) message.position = position;
   button.disabled = true;
@@ -241,7 +253,7 @@ export async function refreshRooms() {
         el("span", { class: `game-icon small icon-${room.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
           el("strong", {}, [game ? game.title : room.game]),
-          el("span", { class: "muted small" }, [`${names.join(" vs ")} · ${room.moves || 0} moves`]),
+          el("span", { class: "muted small" }, [roomFacts(room, names)]),
         ]),
         el("span", { class: `badge ${room.status}` }, [room.status]),
         free
@@ -260,6 +272,15 @@ export async function refreshRooms() {
       ]);
     }),
   );
+}
+
+/** "Ann vs Bob · 3+2 · 12 moves · 4 watching" */
+function roomFacts(room, names) {
+  const parts = [names.join(" vs ")];
+  if (room.clock !== undefined) parts.push(timeControlText(room.clock));
+  parts.push(`${room.moves || 0} moves`);
+  if (room.spectators) parts.push(`${room.spectators} watching`);
+  return parts.join(" · ");
 }
 
 function seatLabel(seat, player) {

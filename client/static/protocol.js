@@ -23,7 +23,12 @@ const RETRIES = 4; // transient errors, for requests that may safely be sent aga
  * "rid". A "ping" sent right after each of them marks the end of its handling (the server
  * handles one connection's messages in order): its "pong" settles the request.
  */
-const ANSWERED_BY_STATE = new Set(["watch", "resume", "move", "resign"]);
+const ANSWERED_BY_STATE = new Set([
+  "watch", "resume", "move", "resign",
+  // The play actions and chat also succeed with a broadcast (a state, a chat line).
+  "draw", "takeback", "abort", "claim", "rematch", "chat", "unseek", "lobby",
+]);
+const OFFSET_SAMPLES = 8; // clock offset: the pong with the shortest round trip of the last 8
 
 /** Errors after which the same request may be sent again: the server changed nothing. */
 export const TRANSIENT_ERRORS = new Set(["server/unavailable", "room/busy", "server/busy"]);
@@ -74,6 +79,14 @@ export class Connection extends EventTarget {
     this.lastPing = 0;
     this.unansweredSince = null; // when the oldest unanswered ping left, or null
     this.closedByUs = false;
+    this.pingSent = new Map(); // rid of a ping on the wire -> Date.now() when it left
+    this.offsetSamples = []; // [{rtt, offset}] from pongs that carry the server's "at"
+    this.offsetMs = 0; // server clock minus ours
+  }
+
+  /** The server's clock now, in epoch ms, as well as pongs let us estimate it. */
+  serverNow() {
+    return Date.now() + this.offsetMs;
   }
 
   connect() {
@@ -93,6 +106,7 @@ export class Connection extends EventTarget {
   send(message) {
     const frame = JSON.stringify(message);
     if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      if (message.type === "ping" && message.rid !== undefined) this.pingSent.set(message.rid, Date.now());
       this.socket.send(frame);
     } else {
       this.queue.push(frame);
@@ -217,6 +231,7 @@ export class Connection extends EventTarget {
   /** The socket is gone: stop its timers and sort out the requests waiting on it. */
   _lost() {
     this.socket = null;
+    this.pingSent.clear();
     this._stopTimers();
     for (const entry of new Set(this.pending.values())) {
       const [message] = entry.frames;
@@ -272,6 +287,7 @@ export class Connection extends EventTarget {
     } catch {
       return; // the browser asks for JSON; anything else is not for us
     }
+    if (message.type === "pong") this._clockSample(message);
     // Promise callbacks run after this handler, so the app has seen the message (a seat,
     // a state) before a waiting caller resumes.
     const answered = this._answer(message);
@@ -279,6 +295,19 @@ export class Connection extends EventTarget {
       // An error that answers a request is the requester's to show.
       this.dispatchEvent(new CustomEvent("message", { detail: message }));
     }
+  }
+
+  /** A pong with the server's time: one estimate of the offset between the two clocks. */
+  _clockSample(message) {
+    const sent = this.pingSent.get(message.rid);
+    this.pingSent.delete(message.rid);
+    if (sent === undefined || typeof message.at !== "number") return;
+    const now = Date.now();
+    // The server read its clock about half way through the round trip.
+    this.offsetSamples.push({ rtt: now - sent, offset: message.at - (sent + now) / 2 });
+    if (this.offsetSamples.length > OFFSET_SAMPLES) this.offsetSamples.shift();
+    const best = this.offsetSamples.reduce((a, b) => (b.rtt < a.rtt ? b : a));
+    this.offsetMs = best.offset;
   }
 
   _answer(message) {

@@ -11,7 +11,7 @@ import argparse
 
 from kibitz.server.cli import register_modules
 
-BENCHMARKS = ("perft", "search", "load", "faults", "recovery", "archive")
+BENCHMARKS = ("perft", "search", "load", "faults", "recovery", "archive", "clocks")
 _PACKAGE = "kibitz.benchmarks"
 
 

@@ -19,6 +19,7 @@ from aiohttp import web
 from kibitz.server.app import REDIS_POOL_SIZE, create_app
 from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
 from kibitz.server.archiver import Lifetimes
+from kibitz.server.clocks import FIRST_MOVE_MS
 from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.server.limits import Limits
 
@@ -139,6 +140,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="offer per-message deflate on WebSockets: fewer bytes on slow links, but more "
         "CPU and memory per connection (default: off; also $KIBITZ_WS_COMPRESSION=1)",
     )
+    parser.add_argument(
+        "--first-move-timeout",
+        type=float,
+        default=_env_float("KIBITZ_FIRST_MOVE_TIMEOUT", FIRST_MOVE_MS / 1000),
+        metavar="SECONDS",
+        help="in timed games, how long each side has for its first move before the game "
+        "is aborted (default: %(default)s; also $KIBITZ_FIRST_MOVE_TIMEOUT)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -212,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             database_url=archive_url,
             lifetimes=lifetimes,
             ws_compression=args.ws_compression,
+            first_move_ms=int(args.first_move_timeout * 1000),
         )
         return asyncio.run(_serve(app, args.host, args.port, redis_url, n_workers))
     except ArchiveUnavailable as exc:

@@ -283,6 +283,12 @@ class Game(Generic[State, Move]):
     def in_check(self, state: State) -> bool:
         return False
 
+    # -- optional hooks for the server ------------------------------------------------
+    def can_win(self, state: State, player: Player) -> bool:
+        """Whether ``player`` could still win from ``state`` by any series of legal moves
+        (a flag against the other side is a draw when it cannot); True by default."""
+        return True
+
 
 _QUIET = MoveFacts()
 

@@ -447,6 +447,12 @@ class Chess(Game[ChessState, chess.Move]):
             return True
         return board.halfmove_clock >= 8 and state.history.count(state.key) >= 2
 
+    def can_win(self, state: ChessState, player: Player) -> bool:
+        """Not with insufficient material (a lone king, king and minor piece...): the
+        FIDE rule for a flag against the other side."""
+        color = chess.WHITE if player == 0 else chess.BLACK
+        return not state.board.has_insufficient_material(color)
+
     def outcome(self, state: ChessState) -> Outcome | None:
         board = state.board
         has_moves = any(board.generate_legal_moves())

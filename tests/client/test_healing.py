@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +39,13 @@ def two_nodes(redis_server: EmbeddedRedis) -> Iterator[tuple[ServerProcess, Serv
             node.stop()
 
 
+def node_name(server: ServerProcess) -> str:
+    """The node name a server puts in its ``welcome`` (its /healthz says it too)."""
+    with urllib.request.urlopen(server.http_url + "/healthz", timeout=10) as reply:
+        name: str = json.load(reply)["node"]
+    return name
+
+
 async def play(client: KibitzClient, room: str, ply: int) -> None:
     """Play ply ``ply`` of SCRIPT (1-based) once the room is at it."""
     seat, move = SCRIPT[ply - 1]
@@ -50,15 +58,20 @@ async def test_a_frozen_server_is_noticed_and_the_game_resumes(
     two_nodes: tuple[ServerProcess, ServerProcess], where: str
 ) -> None:
     frozen, other = two_nodes
-    urls = [frozen.http_url] if where.startswith("same") else [frozen.http_url, other.http_url]
-    a = await KibitzClient.open(urls, heal=True)  # defaults: pings every 5 s, 5 s to answer
+    # a must be on the node that freezes: it connects there alone, and only then learns
+    # the other node's address (a client given both may land on either under load).
+    a = await KibitzClient.open(frozen.http_url, heal=True)  # pings every 5 s, 5 s to answer
+    if where == "second node":
+        a.urls.append(other.http_url)
     b = await KibitzClient.open(other.http_url)
     try:
+        assert a.welcome is not None and a.welcome["node"] == node_name(frozen)
         room = (await a.create("tictactoe", seat=0))["room"]
         await b.join(room)
         await play(a, room, 1)
         await b.wait_state(room, lambda s: len(s["moves"]) == 1)
 
+        assert a.reconnects == 0, "a left the node before it froze"
         frozen.process.send_signal(signal.SIGSTOP)
         started = time.monotonic()
         await asyncio.wait_for(a.ws.wait_closed(), timeout=20)

@@ -150,3 +150,27 @@ def test_record_of_a_room_and_its_events() -> None:
     }
     # A trimmed event stream: the lost move times fall back to the room's last update.
     assert [m["at_ms"] for m in record_of(room, events[2:])["moves"]] == [400, 300]
+
+
+def test_a_takeback_drops_the_undone_moves_from_the_record() -> None:
+    room = Room(
+        id="abcd1234",
+        game="tictactoe",
+        options={},
+        start="start",
+        seats=[Seat("human", None, "h", "Ann"), Seat("human", None, "g", "Bob")],
+        moves=[MoveRecord("5", "5", 0), MoveRecord("2", "2", 1)],
+        version=7,
+        created_ms=100,
+        updated_ms=700,
+    )
+    events = [
+        {"kind": "move", "seat": 0, "move": "5", "version": 2, "at": 200},
+        {"kind": "move", "seat": 1, "move": "1", "version": 3, "at": 300},
+        {"kind": "move", "seat": 0, "move": "9", "version": 4, "at": 400},
+        {"kind": "takeback_offer", "seat": 1, "version": 5, "at": 500},
+        {"kind": "takeback", "seat": 0, "undone": 2, "version": 6, "at": 600},
+        {"kind": "move", "seat": 1, "move": "2", "version": 7, "at": 700},
+    ]
+    moves = record_of(room, events)["moves"]
+    assert [(m["move"], m["at_ms"]) for m in moves] == [("5", 200), ("2", 700)]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import aiohttp
 import pytest
 import websockets
+from websockets.frames import Frame, Opcode
 
 from kibitz.client.connection import KibitzClient, ServerError
 from kibitz.shared.protocol import MAX_FRAME_BYTES
@@ -138,8 +140,9 @@ async def test_oversized_frame_closes_with_1009(live_server, game) -> None:
         assert closed.value.rcvd.code == 1009
     async with websockets.connect(live_server.ws_url, max_size=2**22) as ws:
         await ws.recv()
-        await ws.send("x" * (2 * 1024 * 1024))  # past the hard limit: closed at once
         with pytest.raises(websockets.ConnectionClosed) as closed:
+            # Past the hard limit: closed at once, maybe before the frame is all sent.
+            await ws.send("x" * (2 * 1024 * 1024))
             while True:
                 await ws.recv()
         assert closed.value.rcvd.code == 1009
@@ -147,19 +150,38 @@ async def test_oversized_frame_closes_with_1009(live_server, game) -> None:
 
 
 async def test_flooding_is_rate_limited(live_server) -> None:
+    """Past a burst of 60, messages are read at 30 a second; a client still over the rate
+    after 10 s of that gets ``rate/limited`` (with its rid) and, after 20, a 1008 close."""
     codes: list[str] = []
+    pongs = 0
+    rids = []
     async with websockets.connect(live_server.ws_url) as ws:
         await ws.recv()
+        frames = [{"type": "ping", "rid": i} for i in range(500)]  # bounded: 500 pings
+        ws.transport.write(
+            b"".join(
+                Frame(Opcode.TEXT, json.dumps(f).encode()).serialize(mask=True, extensions=[])
+                for f in frames
+            )
+        )
+        started = asyncio.get_running_loop().time()
         with pytest.raises(websockets.ConnectionClosed) as closed:
-            for _ in range(30):  # bounded: 300 pings at most
-                for _ in range(10):
-                    await ws.send('{"type":"ping"}')
-                for _ in range(10):
+            async with asyncio.timeout(60):
+                while True:
                     message = json.loads(await ws.recv())
                     if message["type"] == "error":
                         codes.append(message["code"])
+                        rids.append(message.get("rid"))
+                    else:
+                        pongs += 1
+        elapsed = asyncio.get_running_loop().time() - started
         assert closed.value.rcvd.code == 1008
-    assert "rate/limited" in codes
+    assert set(codes) == {"rate/limited"} and len(codes) == 20
+    assert rids == list(range(pongs, pongs + 20))  # each error names its request
+    # 60 at once, then 30 a second (never faster) for 10 s, then refused.
+    assert pongs >= 60 + 30 * 10 * 0.9, pongs
+    assert pongs <= 60 + 30 * elapsed + 5, (pongs, elapsed)
+    assert elapsed >= 9.5, elapsed
 
 
 async def test_nested_and_unencodable_frames(live_server, game) -> None:

@@ -25,7 +25,8 @@ def server(redis_server) -> ServerProcess:
 
 
 async def spectate(url: str, room: str, ready: asyncio.Event) -> list[str]:
-    """Watch ``room`` on a raw socket; every state frame as received, until the game ends."""
+    """Watch ``room`` on a raw socket; every state frame as received, until the game ends
+    (but the spectator count's own broadcasts, ``presence``: the same version again)."""
     frames: list[str] = []
     async with websockets.connect(ws_url(url), max_size=2**22) as ws:
         await ws.recv()  # welcome
@@ -34,7 +35,7 @@ async def spectate(url: str, room: str, ready: asyncio.Event) -> list[str]:
             frame = await ws.recv()
             assert isinstance(frame, str)
             message = json.loads(frame)
-            if message["type"] != "state":
+            if message["type"] != "state" or message["event"]["kind"] == "presence":
                 continue
             frames.append(frame)
             ready.set()
@@ -74,7 +75,11 @@ async def test_every_spectator_gets_every_version_in_order_byte_identical(server
     reference = received[0]
     assert [json.loads(f)["version"] for f in reference] == versions
     for frames in received[1:]:
-        assert frames == reference  # the same versions, in order, byte for byte
+        # The first is each one's own reply to ``watch``: the spectators counted then.
+        first_state, first_reference = json.loads(frames[0]), json.loads(reference[0])
+        assert {**first_state, "spectators": 0} == {**first_reference, "spectators": 0}
+        assert frames[1:] == reference[1:]  # the same versions, in order, byte for byte
+    assert json.loads(reference[-1])["spectators"] == SPECTATORS
     # A player's frames are the same states, with its seat as ``you``.
     for frame, player_state in zip(reference[1:], player_states[1:], strict=True):
         spectator_state = json.loads(frame)

@@ -41,13 +41,16 @@ def test_moves_are_validated_in_order() -> None:
         rooms.play_move(room, 1, "5", None, 3)
     assert err.value.code == "move/not_your_turn"
     with pytest.raises(RoomError) as err:
-        rooms.play_move(room, 0, "5", 0, 3)
-    assert err.value.code == "room/stale"
+        rooms.play_move(room, 0, "5", 2, 3)  # a version the room has not reached
+    assert err.value.code == "message/invalid" and "ahead" in err.value.message
     with pytest.raises(RoomError) as err:
         rooms.play_move(room, 0, "10", None, 3)
     assert err.value.code == "move/invalid" and "'10'" in err.value.message
     after, event, _state = rooms.play_move(room, 0, "5", 1, 3)
     assert (after.version, event.move, after.moves[-1].seat) == (2, "5", 0)
+    with pytest.raises(RoomError) as err:
+        rooms.play_move(after, 1, "1", 1, 4)  # made before the position changed
+    assert err.value.code == "room/stale"
     with pytest.raises(RoomError) as err:
         rooms.play_move(after, 1, "5", None, 4)
     assert err.value.code == "move/illegal"
@@ -67,8 +70,11 @@ def test_game_end_and_resign() -> None:
     resigned, event = rooms.resign(other, 0, 3)
     assert resigned.result == {"winner": 1, "reason": "X resigned"} and event.kind == "resign"
     waiting, _, _ = new_game()
-    abandoned, _ = rooms.resign(waiting, 0, 3)
-    assert abandoned.result == {"winner": None, "reason": "X left before the start"}
+    with pytest.raises(RoomError) as err:
+        rooms.resign(waiting, 0, 3)  # nobody to lose to: that is an abort
+    assert err.value.code == "room/waiting" and "abort" in err.value.message
+    aborted, event = rooms.abort(waiting, 0, 3)
+    assert aborted.result == {"winner": None, "reason": "aborted"} and event.kind == "abort"
 
 
 def test_ai_job_only_when_the_ai_is_to_move() -> None:

@@ -259,22 +259,36 @@ async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
 
 
 async def test_followers_see_the_ai_thinking(live_server) -> None:
-    async with await KibitzClient.open(live_server.http_url) as client:
-        room = (await client.create("othello", "ai:8", seat=1))["room"]
+    """Everyone at the version sees the AI's progress; its principal variation is a hint,
+    so the human playing it gets ``pv`` [] while a spectator gets the line."""
+
+    async def progress(client: KibitzClient, room: str) -> list[dict]:
         thinking = []
         while True:
             message = await client.next_message(
                 lambda m: m["type"] == "thinking" or (m["type"] == "state" and m["moves"])
             )
             if message["type"] == "state":
-                break
+                return thinking
             thinking.append(message)
-    # Level 8 searches for about two seconds: several progress reports come first.
-    assert thinking, "no progress was published"
-    assert all(t["room"] == room and t["version"] == 0 and t["seat"] == 0 for t in thinking)
-    depths = [t["depth"] for t in thinking]
-    assert depths == sorted(depths) and depths[-1] >= 3
-    assert all(t["pv"] and t["pv"][0] in ("d3", "c4", "f5", "e6") for t in thinking)
+
+    async with await KibitzClient.open(live_server.http_url) as client:
+        async with await KibitzClient.open(live_server.http_url) as spectator:
+            # Level 8 searches for about two seconds; level 1 would be done at once.
+            room = (await client.create("othello", "ai:8", seat=1))["room"]
+            await spectator.watch(room)
+            thinking, watched = await asyncio.gather(
+                progress(client, room), progress(spectator, room)
+            )
+    # Several progress reports come first.
+    assert thinking and watched, "no progress was published"
+    for reports in (thinking, watched):
+        assert all(t["room"] == room and t["version"] == 0 and t["seat"] == 0 for t in reports)
+        depths = [t["depth"] for t in reports]
+        assert depths == sorted(depths) and depths[-1] >= 3
+    assert all(t["pv"] == [] for t in thinking)  # the player: no hint
+    assert all(t["pv"] and t["pv"][0] in ("d3", "c4", "f5", "e6") for t in watched)
+    assert [t["depth"] for t in watched][-1] == [t["depth"] for t in thinking][-1]
 
 
 async def test_a_game_from_a_given_position_with_a_pass(live_server) -> None:

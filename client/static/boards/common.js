@@ -142,3 +142,46 @@ export function enableDrag(board, byFrom, click) {
     window.addEventListener("pointercancel", up);
   });
 }
+
+const ARROWS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+const FOCUSABLE = 'button:not([disabled]), [role="button"][tabindex="0"]';
+
+/**
+ * Arrow keys move the keyboard focus between the squares of a board that can be played
+ * (enabled buttons), to the nearest one on screen in that direction, whatever the board
+ * and its orientation; Enter or Space then plays it. Attach once to the board's container.
+ */
+export function enableArrowKeys(container) {
+  container.addEventListener("keydown", (event) => {
+    const step = ARROWS[event.key];
+    if (!step || event.altKey || event.ctrlKey || event.metaKey) return;
+    const candidates = [...container.querySelectorAll(FOCUSABLE)];
+    if (!candidates.length) return;
+    event.preventDefault();
+    const current = candidates.find((node) => node === document.activeElement || node.contains(document.activeElement));
+    if (!current) {
+      candidates[0].focus();
+      return;
+    }
+    const centre = (node) => {
+      const box = node.getBoundingClientRect();
+      return [box.left + box.width / 2, box.top + box.height / 2];
+    };
+    const [x0, y0] = centre(current);
+    let best = null;
+    let bestScore = Infinity;
+    for (const node of candidates) {
+      if (node === current) continue;
+      const [x, y] = centre(node);
+      const along = (x - x0) * step[0] + (y - y0) * step[1];
+      const across = Math.abs((x - x0) * step[1] + (y - y0) * step[0]);
+      if (along <= 1) continue;
+      const score = along + 2 * across;
+      if (score < bestScore) {
+        best = node;
+        bestScore = score;
+      }
+    }
+    if (best) best.focus();
+  });
+}

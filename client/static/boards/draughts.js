@@ -10,6 +10,42 @@ function splitMove(move) {
   return move.split(/[-x]/).filter(Boolean);
 }
 
+/** Row and column of square `n` (1-50). */
+function squareAt(n) {
+  const r = Math.floor((n - 1) / 5);
+  return [r, 2 * ((n - 1) % 5) + (r % 2 === 0 ? 1 : 0)];
+}
+
+/**
+ * The squares whose pieces the last move captured: the pieces of the other colour that
+ * were on the board before the move and are gone now (from the previous view), or, with
+ * no previous view, the square jumped over in each short hop of the path.
+ */
+export function capturedSquares(lastMove, rows, prevRows) {
+  if (!lastMove || !lastMove.includes("x")) return new Map();
+  const path = splitMove(lastMove).map(Number);
+  const [tr, tc] = squareAt(path[path.length - 1]);
+  const mover = (rows[tr][tc] || "").toLowerCase();
+  const taken = new Map(); // square -> the piece that stood there
+  if (prevRows) {
+    for (let n = 1; n <= 50; n++) {
+      const [r, c] = squareAt(n);
+      const before = prevRows[r][c];
+      if (before && before.toLowerCase() !== mover && !rows[r][c]) taken.set(String(n), before);
+    }
+    return taken;
+  }
+  for (let i = 0; i + 1 < path.length; i++) {
+    const [r1, c1] = squareAt(path[i]);
+    const [r2, c2] = squareAt(path[i + 1]);
+    if (Math.abs(r2 - r1) !== 2 || Math.abs(c2 - c1) !== 2) continue; // a king's long jump: unknown
+    const r = (r1 + r2) / 2;
+    const c = (c1 + c2) / 2;
+    taken.set(String(r * 5 + Math.floor(c / 2) + 1), mover === "w" ? "b" : "w");
+  }
+  return taken;
+}
+
 export function render(root, ctx) {
   const rows = ctx.view.rows;
   const byFrom = groupMoves(ctx.legal, splitMove);
@@ -18,6 +54,7 @@ export function render(root, ctx) {
   const lastPath = ctx.lastMove ? splitMove(ctx.lastMove) : [];
   const lastFrom = lastPath[0];
   const lastTo = lastPath[lastPath.length - 1];
+  const captured = capturedSquares(ctx.lastMove, rows, ctx.prevView ? ctx.prevView.rows : null);
   const click = pickHandler(ctx, byFrom, (candidates) =>
     ctx.choose({
       title: "Which capture path?",
@@ -42,10 +79,15 @@ export function render(root, ctx) {
         const colour = piece.toLowerCase() === "w" ? "white" : "black";
         const king = piece === piece.toUpperCase();
         children.push(el("span", { class: ["man", colour, king && "king"], "aria-hidden": "true" }, [king ? "\u265B\uFE0E" : ""]));
+      } else if (captured.has(name)) {
+        // The ghost of a piece the last move took.
+        const was = captured.get(name);
+        const colour = was.toLowerCase() === "w" ? "white" : "black";
+        children.push(el("span", { class: ["man", colour, "captured"], "aria-hidden": "true" }, ["\u00D7"]));
       }
       const label = piece
         ? `square ${name}, ${piece.toLowerCase() === "w" ? "white" : "black"} ${piece === piece.toUpperCase() ? "king" : "man"}`
-        : `square ${name}, empty`;
+        : `square ${name}, empty${captured.has(name) ? ", just captured" : ""}`;
       board.append(
         el(
           "button",
@@ -58,9 +100,10 @@ export function render(root, ctx) {
               selected === name && "selected",
               movable && "movable",
               isTarget && "target",
+              captured.has(name) && "captured-square",
             ],
             testid: `sq-${name}`,
-            dataset: { square: name, piece },
+            dataset: { square: name, piece, ...(captured.has(name) ? { captured: "true" } : {}) },
             "aria-label": label,
             disabled: !(movable || isTarget || selected),
             onclick: () => click(name),

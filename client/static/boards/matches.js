@@ -26,8 +26,8 @@ export function render(root, ctx) {
   const facts = el("div", { class: "matches-facts" }, [
     el("span", { class: "count", testid: "heap-count" }, [String(heap)]),
     el("span", {}, [heap === 1 ? " match left" : " matches left"]),
-    el("span", { class: "sep" }, ["·"]),
-    el("span", {}, [`take 1–${maxTake || 0}`]),
+    heap ? el("span", { class: "sep" }, ["·"]) : null,
+    heap ? el("span", {}, [`take 1–${maxTake || 0}`]) : null,
     variant === "double" ? el("span", { class: "sep" }, ["·"]) : null,
     variant === "double" ? el("span", {}, ["double variant"]) : null,
     lastTake ? el("span", { class: "sep" }, ["·"]) : null,

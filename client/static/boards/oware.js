@@ -31,12 +31,23 @@ export function render(root, ctx) {
       [seeds(count), el("span", { class: "pit-count" }, [String(count)]), el("span", { class: "pit-name" }, [letter])],
     );
   };
-  const store = (index, label) =>
-    el("div", { class: "store", testid: `store-${index}`, "aria-label": `${label} store, ${stores[index]} seeds` }, [
+  // A game counted out at its end gives each side the seeds left on its own row too: the
+  // stores then show that sum, so they agree with the result ("no move can feed (26-22)").
+  const result = ctx.state && ctx.state.result;
+  const countedOut = Boolean(result && /\(\d+-\d+\)\s*$/.test(result.reason || ""));
+  const onRow = [south.reduce((a, b) => a + b, 0), north.reduce((a, b) => a + b, 0)];
+  const store = (index, label) => {
+    const total = countedOut ? stores[index] + onRow[index] : stores[index];
+    const aria = countedOut
+      ? `${label} store, ${stores[index]} seeds and ${onRow[index]} left on its side: ${total}`
+      : `${label} store, ${stores[index]} seeds`;
+    return el("div", { class: "store", testid: `store-${index}`, dataset: { total: String(total) }, "aria-label": aria }, [
       seeds(stores[index], 30),
-      el("span", { class: "store-count" }, [String(stores[index])]),
+      el("span", { class: "store-count" }, [String(total)]),
+      countedOut && onRow[index] ? el("span", { class: "store-extra muted" }, [`${stores[index]} + ${onRow[index]} left`]) : null,
       el("span", { class: "store-name" }, [label]),
     ]);
+  };
 
   const southPits = SOUTH.split("").map((letter, i) => pit(letter, south[i], "south"));
   const northPits = NORTH.split("").map((letter, i) => pit(letter, north[i], "north"));

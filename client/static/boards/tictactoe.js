@@ -16,8 +16,22 @@ function mark(kind) {
   return null;
 }
 
+const LINES = [
+  [1, 2, 3], [4, 5, 6], [7, 8, 9],
+  [1, 4, 7], [2, 5, 8], [3, 6, 9],
+  [1, 5, 9], [3, 5, 7],
+];
+
+/** The cells of a completed line of three (shown at the end of a won game), or none. */
+export function winningLine(rows) {
+  const at = (n) => rows[Math.floor((n - 1) / 3)][(n - 1) % 3];
+  const line = LINES.find(([a, b, c]) => at(a) && at(a) === at(b) && at(b) === at(c));
+  return new Set(line ? line.map(String) : []);
+}
+
 export function render(root, ctx) {
   const rows = ctx.view.rows;
+  const won = winningLine(rows);
   const legal = new Set(ctx.legal);
   const ghost = ctx.state.to_move === 1 ? "o" : "x";
   const grid = el("div", { class: "ttt-grid", role: "group", "aria-label": "Tic-tac-toe board" });
@@ -25,7 +39,7 @@ export function render(root, ctx) {
     row.forEach((cell, c) => {
       const number = String(r * 3 + c + 1);
       const playable = legal.has(number);
-      const label = `cell ${number}, ${cell ? cell.toUpperCase() : "empty"}`;
+      const label = `cell ${number}, ${cell ? cell.toUpperCase() : "empty"}${won.has(number) ? ", winning line" : ""}`;
       grid.append(
         el(
           "button",
@@ -35,9 +49,10 @@ export function render(root, ctx) {
               playable && "playable",
               ctx.lastMove === number && "last",
               cell && `has-${cell}`,
+              won.has(number) && "win",
             ],
             testid: `cell-${number}`,
-            dataset: { cell: number, mark: cell },
+            dataset: { cell: number, mark: cell, ...(won.has(number) ? { win: "true" } : {}) },
             "aria-label": label,
             disabled: !playable,
             onclick: () => ctx.play(number),

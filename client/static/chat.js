@@ -1,0 +1,117 @@
+// The chat of the room on screen. Players talk on the players' channel, spectators on
+// theirs; the server sends a channel's last lines when you start following the room and
+// every new line after that:
+//   {"type": "chat", "room", "channel": "players" | "spectators",
+//    "messages": [{"id", "seat", "name", "text", "at"}]}
+// Chat is text typed by other people: it is only ever put in the page as text nodes
+// (el() children, textContent), never as HTML.
+
+import { el } from "./boards/common.js";
+import { friendlyError } from "./errors.js";
+import { prefs } from "./storage.js";
+import { $, app } from "./state.js";
+
+const MAX_CHARS = 300;
+const KEEP_LINES = 100;
+
+const chat = {
+  room: null,
+  lines: { players: new Map(), spectators: new Map() }, // channel -> id -> line
+};
+
+function myChannel() {
+  return (app.you === 0 || app.you === 1) && app.token ? "players" : "spectators";
+}
+
+/** Forget the lines of the room left behind. */
+export function resetChat(room) {
+  chat.room = room;
+  chat.lines = { players: new Map(), spectators: new Map() };
+  $("chat-error").hidden = true;
+  $("chat-input").value = "";
+  renderChat();
+}
+
+export function onChat(message) {
+  if (message.room !== app.room) return;
+  if (chat.room !== message.room) resetChat(message.room);
+  const lines = chat.lines[message.channel];
+  if (!lines) return;
+  for (const line of message.messages || []) {
+    const key = line.id ?? `${line.at}:${line.seat}:${line.text}`;
+    lines.set(String(key), line);
+  }
+  while (lines.size > KEEP_LINES) lines.delete(lines.keys().next().value);
+  renderChat();
+}
+
+function who(line) {
+  const state = app.state;
+  if (Number.isInteger(line.seat) && state) {
+    const side = state.players[line.seat];
+    return line.name ? `${line.name} (${side})` : side;
+  }
+  return line.name || "Spectator";
+}
+
+export function renderChat() {
+  const channel = myChannel();
+  $("chat-channel").textContent = channel === "players" ? "with your opponent" : "among spectators";
+  $("chat-panel").dataset.channel = channel;
+  const list = $("chat");
+  const lines = [...chat.lines[channel].values()].sort((a, b) => (a.at || 0) - (b.at || 0));
+  if (!lines.length) {
+    list.replaceChildren(el("li", { class: "empty muted" }, ["No messages yet."]));
+    return;
+  }
+  list.replaceChildren(
+    ...lines.map((line) =>
+      el("li", { class: ["chat-line", Number.isInteger(line.seat) && line.seat === app.you && "mine"], testid: "chat-line" }, [
+        el("strong", { class: "chat-who" }, [`${who(line)}: `]),
+        el("span", { class: "chat-text" }, [String(line.text ?? "")]),
+      ]),
+    ),
+  );
+  list.scrollTop = list.scrollHeight;
+}
+
+function showChatError(code, message) {
+  const box = $("chat-error");
+  box.replaceChildren(
+    el("span", {}, [`${friendlyError(code)}. `]),
+    el("span", { class: "detail" }, [message || ""]),
+    " ",
+    el("code", { class: "code", testid: "chat-error-code" }, [code || ""]),
+  );
+  box.dataset.code = code || "";
+  box.hidden = false;
+}
+
+async function sendChat(event) {
+  event.preventDefault();
+  const input = $("chat-input");
+  const text = input.value.trim();
+  if (!text || !app.room) return;
+  if (text.length > MAX_CHARS) {
+    showChatError("chat/invalid", `at most ${MAX_CHARS} characters`);
+    return;
+  }
+  const message = { type: "chat", room: app.room, text };
+  if (myChannel() === "players") message.token = app.token;
+  else {
+    const name = prefs.get("name", "");
+    if (name) message.name = name;
+  }
+  $("chat-error").hidden = true;
+  input.value = "";
+  try {
+    await app.conn.request(message);
+  } catch (err) {
+    if (!input.value) input.value = text; // keep what was typed, to send again
+    showChatError(err.code, err.message);
+  }
+}
+
+export function wireChat() {
+  $("chat-form").addEventListener("submit", sendChat);
+}

@@ -1,0 +1,161 @@
+// Open challenges ("seeks") in the lobby: post one with the game, options, time control
+// and colour chosen in the create form, accept someone else's, cancel your own.
+//
+// The lobby subscribes with {"type": "lobby", "subscribe": true} while it is on screen;
+// the server then pushes {"type": "lobby", "seeks": [...], "games": [...]} when they
+// change. A seek accepted by someone seats both players at once: the acceptor gets the
+// `seat` reply, the creator a `seat` carrying "seek" (game.js opens the room for both).
+
+import { el } from "./boards/common.js";
+import { TIME_CONTROLS, timeControlText } from "./clock.js";
+import { reportError } from "./errors.js";
+import { openRoom } from "./game.js";
+import { playerName, readOptions, refreshRooms } from "./lobby.js";
+import { $, app } from "./state.js";
+import { player, prefs, seatStore } from "./storage.js";
+
+const REFRESH_DEBOUNCE_MS = 300;
+
+const lobby = {
+  subscribed: false,
+  seeks: [],
+  mine: new Set(), // ids of the seeks this page posted
+  me: null, // this browser's public player id
+  refreshTimer: null,
+};
+
+player.id().then((id) => (lobby.me = id), () => {});
+
+/** Follow the lobby's seeks and games (true) or stop (false). */
+export function subscribeLobby(on) {
+  if (lobby.subscribed === on) return;
+  lobby.subscribed = on;
+  app.conn.request({ type: "lobby", subscribe: on }).catch((err) => {
+    // A server without seeks: the lobby still lists the live games from /api/rooms.
+    if (err.code !== "message/unknown_type") reportError(err);
+  });
+}
+
+export function onLobby(message) {
+  if (Array.isArray(message.seeks)) {
+    lobby.seeks = message.seeks;
+    renderSeeks();
+  }
+  if (message.games !== undefined) {
+    // The live games changed: read the list again (one source for the list, paged).
+    clearTimeout(lobby.refreshTimer);
+    lobby.refreshTimer = setTimeout(refreshRooms, REFRESH_DEBOUNCE_MS);
+  }
+}
+
+function isMine(seek) {
+  return lobby.mine.has(seek.id) || (lobby.me !== null && seek.player === lobby.me);
+}
+
+function optionsText(options) {
+  const parts = Object.entries(options || {}).map(([name, value]) => `${name.replace(/_/g, " ")} ${value}`);
+  return parts.length ? ` · ${parts.join(", ")}` : "";
+}
+
+export function renderSeeks() {
+  const list = $("seeks");
+  if (!list) return;
+  const seeks = lobby.seeks;
+  $("seeks-count").textContent = seeks.length ? `(${seeks.length})` : "";
+  if (!seeks.length) {
+    list.replaceChildren(el("li", { class: "empty muted" }, ["No open challenges. Post one with “Post in the lobby”."]));
+    return;
+  }
+  list.replaceChildren(
+    ...seeks.map((seek) => {
+      const game = app.gamesByName.get(seek.game);
+      const sides = game ? game.players : ["first player", "second player"];
+      const colour = seek.seat === 0 || seek.seat === 1 ? `plays ${sides[seek.seat]}` : "random sides";
+      const mine = isMine(seek);
+      return el("li", { class: ["room-item", mine && "mine"], testid: `seek-${seek.id}`, dataset: { seek: seek.id } }, [
+        el("span", { class: `game-icon small icon-${seek.game}`, "aria-hidden": "true" }),
+        el("span", { class: "room-info" }, [
+          el("strong", {}, [game ? game.title : seek.game]),
+          el("span", { class: "muted small" }, [
+            `${mine ? "You" : seek.name || "Anonymous"} ${colour} · ${timeControlText(seek.clock)}${optionsText(seek.options)}`,
+          ]),
+        ]),
+        mine
+          ? el("button", { class: "btn small", type: "button", testid: `cancel-${seek.id}`, onclick: () => cancelSeek(seek.id) }, ["Cancel"])
+          : el("button", { class: "btn small primary", type: "button", testid: `accept-${seek.id}`, onclick: () => acceptSeek(seek) }, ["Accept"]),
+      ]);
+    }),
+  );
+}
+
+/** The "clock" of the time control chosen in the create form (null: untimed). */
+export function chosenClock() {
+  const choice = $("time-control").value;
+  return TIME_CONTROLS[choice] || null;
+}
+
+export async function postSeek() {
+  if (!app.selectedGame) return;
+  const seat = $("seat-choice").value;
+  const name = playerName();
+  if (name) prefs.set("name", name);
+  prefs.set("time", $("time-control").value);
+  const message = {
+    type: "seek",
+    game: app.selectedGame,
+    options: readOptions(),
+    clock: chosenClock(),
+    seat: seat === "random" ? "random" : Number(seat),
+    player_key: player.key(),
+  };
+  if (name) message.name = name;
+  const button = $("seek-btn");
+  button.disabled = true;
+  try {
+    const reply = await app.conn.request(message);
+    const seek = reply.seek;
+    if (seek && seek.id !== undefined) {
+      lobby.mine.add(seek.id);
+      if (!lobby.seeks.some((s) => s.id === seek.id)) lobby.seeks = [...lobby.seeks, seek];
+      renderSeeks();
+    }
+  } catch (err) {
+    reportError(err);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function cancelSeek(id) {
+  try {
+    await app.conn.request({ type: "unseek", seek: id });
+    lobby.mine.delete(id);
+    lobby.seeks = lobby.seeks.filter((seek) => seek.id !== id);
+    renderSeeks();
+  } catch (err) {
+    reportError(err);
+  }
+}
+
+async function acceptSeek(seek) {
+  const message = { type: "accept", seek: seek.id, player_key: player.key() };
+  const name = playerName();
+  if (name) message.name = name;
+  try {
+    const reply = await app.conn.request(message);
+    seatStore.put(reply.room, { token: reply.token, seat: reply.seat, game: seek.game });
+    openRoom(reply.room, "play", `?room=${encodeURIComponent(reply.room)}`);
+  } catch (err) {
+    reportError(err);
+  }
+}
+
+export function wireSeeks() {
+  // After a reconnection the server has forgotten the subscription (and our seeks).
+  app.conn.addEventListener("open", (event) => {
+    if (!event.detail.reconnected || !lobby.subscribed) return;
+    lobby.subscribed = false;
+    lobby.mine.clear();
+    subscribeLobby(true);
+  });
+}
