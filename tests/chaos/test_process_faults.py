@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from kibitz.server.results import CLAIM_IDLE_MS
 from kibitz.server.store import JOBS, RESULTS, SERVERS_GROUP, WORKERS_GROUP
 from kibitz.shared.search import budget_for_level
 from tests.chaos.harness import (
@@ -86,6 +87,11 @@ async def test_node_killed_with_ai_results_pending(make_cluster) -> None:
     t_kill = caught["t_kill"]
     assert isinstance(results, list) and isinstance(t_kill, float)
     print(f"results pending on A when it was killed: {results}")
+    # The other node claims A's entries once they have been idle CLAIM_IDLE_MS; the games
+    # may all be over before that (a result A never applied is replaced by a fallback).
+    deadline = time.monotonic() + CLAIM_IDLE_MS / 1000 + 5
+    while pending_on_a() and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
     if pending_on_a():
         problems.append(f"results still pending on dead node A: {pending_on_a()}")
     records = {g.room: g.record for g in games}
