@@ -9,6 +9,11 @@ With ``--spectators N`` it plays one game instead, watched by N spectators (spre
 the ``--url`` nodes given), and times each move's fan-out: from the mover's send until
 the last spectator has the new state. On the private server it also reports the
 server's memory per idle connection (its RSS growth while the spectators connect).
+
+With ``--nodes N`` the private server is a local cluster: N ``kibitz serve`` nodes on
+loopback sharing one private Redis, and the clients are spread over them (game i's two
+players on node i mod N). The server CPU per move is then the sum over the nodes, and the
+Redis's own CPU per move is reported beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -23,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -59,10 +66,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --url")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help=f"private cluster: this many nodes (1-{MAX_NODES}) on loopback sharing one "
+        "private Redis, the clients spread over them. Placement: nothing is pinned unless "
+        "--pin; the nodes, Redis and this bench's clients (one process) share the machine's "
+        "cores as the OS schedules them, so on 2 cores a 2-node run has two nodes, Redis and "
+        "the load generator on two cores (the figures are per machine, not per node)",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin node i to CPU i mod the CPUs available (sched_setaffinity); Redis and the "
+        "bench stay unpinned",
+    )
     parser.set_defaults(func=run)
 
 
 MAX_SPECTATORS = 10_000
+MAX_NODES = 8
 OPENING_AT_ONCE = 50  # spectator connections being opened at the same time
 
 
@@ -102,6 +126,7 @@ class LoadStats:
             "error_kinds": self.error_kinds,
             "seconds": round(seconds, 2),
             "moves_per_s": round(self.moves / seconds, 1) if seconds else 0.0,
+            "move_rtt_ms": percentiles(self.latencies_ms),
             "latency_ms": {
                 "p50": pct(0.50),
                 "p95": pct(0.95),
@@ -208,6 +233,23 @@ def _message(frame: aiohttp.WSMessage) -> dict[str, Any]:
     return message
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used so far, from
+    ``/proc/PID/stat``; None where there is no such file."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command name: state is field 3, utime 14 and stime 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: The keys of the JSON line every run ends with (issue 10), in this order.
+SUMMARY_KEYS = ("connections", "games", "moves", "errors", "moves_per_s", "move_rtt_ms",
+                "fanout_ms", "server_cpu_ms_per_move", "rss_bytes_per_connection")  # fmt: skip
+
+
 def _rss_bytes(pid: int) -> int:
     """The resident memory of process ``pid`` (VmRSS in /proc/PID/status)."""
     with open(f"/proc/{pid}/status") as status:
@@ -270,6 +312,7 @@ async def drive_spectators(
     out.update(
         game=args.game,
         concurrency=1,
+        connections=2 + spectators.count if spectators is not None else 2,
         codec=args.codec,
         spectators=args.spectators,
         fanout_ms=percentiles(fanout_ms),
@@ -302,6 +345,7 @@ async def drive(urls: list[str], args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.gather(*(lane(urls[i % len(urls)]) for i in lanes))
     out = stats.summary(time.perf_counter() - started)
     out.update(game=args.game, concurrency=args.concurrency, codec=args.codec)
+    out.update(connections=2 * max(1, min(args.concurrency, args.games)))
     out.update(spectators=0, fanout_ms=None, rss_bytes_per_connection=None)
     return out
 
@@ -319,11 +363,18 @@ async def measure(
         stats.count_error(exc)
         out = stats.summary(0.0)
         out.update(game=args.game, concurrency=1, codec=args.codec, spectators=args.spectators)
-        out.update(fanout_ms=None, rss_bytes_per_connection=None)
+        out.update(connections=0, fanout_ms=None, rss_bytes_per_connection=None)
         return out
 
 
 def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.nodes <= MAX_NODES:
+        print(f"kibitz bench load: --nodes must be 1-{MAX_NODES}", file=sys.stderr)
+        return 2
+    if args.url and (args.nodes != 1 or args.pin):
+        print("kibitz bench load: --nodes and --pin start a private cluster; not with --url",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if not 0 <= args.spectators <= MAX_SPECTATORS:
         print(f"kibitz bench load: --spectators must be 0-{MAX_SPECTATORS}", file=sys.stderr)
         return 2
@@ -336,6 +387,7 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(measure(args.url, args))
     else:
         result = _with_private_server(args)
+    result.setdefault("server_cpu_ms_per_move", None)  # known only for a private server
     if args.json:
         print(json.dumps(result))
     else:
@@ -357,10 +409,24 @@ def run(args: argparse.Namespace) -> int:
             )
         if result["rss_bytes_per_connection"] is not None:
             print(f"server memory per idle connection: {result['rss_bytes_per_connection']} B")
+        if result["server_cpu_ms_per_move"] is not None:
+            print(f"server CPU per move: {result['server_cpu_ms_per_move']} ms")
+        # The last line is always JSON (the figures issue 10 asks for).
+        print(json.dumps({key: result.get(key) for key in SUMMARY_KEYS}))
     return 0 if result["errors"] == 0 else 1
 
 
+def _metric(url: str, name: str) -> float:
+    """A gauge or counter from a node's ``/metrics`` (0 when absent)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return 0.0
+
+
 def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
+    """The bench on a private cluster: ``args.nodes`` nodes on one private Redis."""
     from kibitz.server.cli.serve import spawn_server
     from kibitz.server.embedded_redis import EmbeddedRedis
 
@@ -368,16 +434,63 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
         # All the bench's clients share one loopback address: lift the per-address limits.
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
-        proc, url, _ = spawn_server(
-            ["--port", "0", "--redis", redis.url, "--workers", "0", "--data-dir", tmp, *unlimited]
-        )
-        threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
+        procs: list[subprocess.Popen[str]] = []
         try:
-            return asyncio.run(measure([url], args, proc.pid))
-        finally:
-            proc.terminate()
+            urls = []
+            cpus = sorted(os.sched_getaffinity(0))
+            for i in range(args.nodes):
+                proc, url, _ = spawn_server(
+                    ["--host", "127.0.0.1", "--port", "0", "--redis", redis.url,
+                     "--workers", "0", "--data-dir", tmp, *unlimited]
+                )  # fmt: skip
+                procs.append(proc)
+                urls.append(url)
+                threading.Thread(
+                    target=lambda p=proc: [None for _ in p.stdout or []], daemon=True
+                ).start()
+                if args.pin:
+                    os.sched_setaffinity(proc.pid, {cpus[i % len(cpus)]})
+            redis_pid = redis.process.pid if redis.process is not None else None
+            pids = [proc.pid for proc in procs]
+            cpu_before = [_cpu_seconds(pid) for pid in pids]
+            redis_before = _cpu_seconds(redis_pid) if redis_pid else None
+            # Memory per connection is measured on a single node only.
+            client_before = time.process_time()
+            result = asyncio.run(measure(urls, args, pids[0] if len(pids) == 1 else None))
+            client_cpu = time.process_time() - client_before  # this bench's clients
+            time.sleep(0.5)  # the server finishes with the closed connections: that counts
+            cpu_after = [_cpu_seconds(pid) for pid in pids]
+            redis_after = _cpu_seconds(redis_pid) if redis_pid else None
+            result["nodes"] = args.nodes
+            # Room updates the nodes' listeners decoded, per move: about 1 when each room's
+            # players share a node (a node hears only the rooms it serves), N if every node
+            # heard every room.
             try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:  # still closing sockets: the bench is done
-                proc.kill()
-                proc.wait()
+                heard = sum(_metric(url, "kibitz_fanout_room_messages") for url in urls)
+            except OSError:  # a node that no longer answers: the figure is unknown
+                heard = None
+            if heard is not None and result["moves"]:
+                result["room_messages_per_move"] = round(heard / result["moves"], 2)
+            spent = [
+                after - before
+                for before, after in zip(cpu_before, cpu_after, strict=True)
+                if before is not None and after is not None
+            ]
+            if len(spent) == len(pids) and result["moves"]:
+                result["server_cpu_ms_per_move"] = round(sum(spent) * 1000 / result["moves"], 3)
+                result["server_cpu_s"] = round(sum(spent), 2)
+            if result["moves"]:
+                result["client_cpu_ms_per_move"] = round(client_cpu * 1000 / result["moves"], 3)
+            if redis_before is not None and redis_after is not None and result["moves"]:
+                redis_ms = (redis_after - redis_before) * 1000 / result["moves"]
+                result["redis_cpu_ms_per_move"] = round(redis_ms, 3)
+            return result
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:  # still closing sockets: the bench is done
+                    proc.kill()
+                    proc.wait()

@@ -155,6 +155,16 @@ class Metrics:
             "times the pub/sub listener subscribed again after a failure",
             registry=self.registry,
         )
+        self.fanout_rooms = Gauge(
+            "kibitz_fanout_rooms",
+            "rooms whose channel the node subscribes to (those it has followers for)",
+            registry=self.registry,
+        )
+        self.fanout_room_messages = Gauge(
+            "kibitz_fanout_room_messages",
+            "room updates the node's pub/sub listener has received",
+            registry=self.registry,
+        )
         self.fallback_moves = Counter(
             "kibitz_fallback_moves_total",
             "AI moves the server played itself after a failed job",
@@ -247,7 +257,14 @@ def create_app(
             asyncio.create_task(DeadlineSweeper(service).run()),
         ]
 
+    async def drain(app: web.Application) -> None:
+        # Runs once the listening socket is closed and before aiohttp waits for the
+        # handlers: requests under way finish, then every client is told to reconnect.
+        if HUB_KEY in app:
+            await app[HUB_KEY].drain()
+
     async def cleanup(app: web.Application) -> None:
+        # The handlers are done (their departures recorded in Redis): stop the rest.
         tasks: list[asyncio.Task[None]] = app[TASKS_KEY]
         await stop_tasks(tasks)
         await app[SEEKS_KEY].stop()
@@ -256,7 +273,8 @@ def create_app(
         await app[ARCHIVE_KEY].close()
 
     app.on_startup.append(startup)
-    app.on_shutdown.append(cleanup)
+    app.on_shutdown.append(drain)
+    app.on_cleanup.append(cleanup)
     app.router.add_get("/", index)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
@@ -300,7 +318,8 @@ async def static_file(request: web.Request) -> web.StreamResponse:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """200 when this node can serve: Redis answers and the fan-out listener is live.
+    """200 when this node can serve: Redis answers, the fan-out listener is live and the
+    node is not shutting down.
 
     It names no addresses: it is often reachable from outside.
     """
@@ -309,13 +328,16 @@ async def healthz(request: web.Request) -> web.Response:
         redis_ok = True
     except (aioredis.RedisError, OSError, TimeoutError):
         redis_ok = False
-    fanout_ok = request.app[HUB_KEY].healthy
+    hub = request.app[HUB_KEY]
+    fanout_ok = hub.healthy
     body = {
-        "ok": redis_ok and fanout_ok,
+        "ok": redis_ok and fanout_ok and not hub.draining,  # draining: shutting down
         "redis": "ok" if redis_ok else "unavailable",
         "fanout": "ok" if fanout_ok else "stale",
         "node": request.app[NODE_KEY],
     }
+    if hub.draining:
+        body["draining"] = True
     return web.json_response(body, status=200 if body["ok"] else 503)
 
 
@@ -325,6 +347,8 @@ async def metrics(request: web.Request) -> web.Response:
     m.connections.set(len(hub.connections))
     m.fanout_live.set(1 if hub.healthy else 0)
     m.fanout_reconnects.set(hub.reconnects)
+    m.fanout_rooms.set(hub.subscribed_rooms)
+    m.fanout_room_messages.set(hub.room_messages)
     return web.Response(
         body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
     )
@@ -457,6 +481,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             error_message("auth/origin", "WebSockets from this origin are not allowed"),
             status=403,
         )
+    if app[HUB_KEY].draining:
+        return web.json_response(
+            error_message("server/unavailable", "this node is shutting down; use another"),
+            status=503,
+        )
     address = client_address(request, limits.trusted_proxies)
     limiter = app[LIMITER_KEY]
     try:
@@ -496,11 +525,22 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
     conn.send(welcome_message(app[NODE_KEY]))
     session = Session(app, conn, address)
     try:
+        if hub.draining:  # upgraded as the node began to shut down: reconnect elsewhere
+            await conn.close(WSCloseCode.GOING_AWAY, b"shutting down")
         async for frame in ws:
+            if hub.draining:
+                # Shutting down: no new request is taken (the client sends it again on its
+                # next connection); the one under way was finished before the 1001.
+                session.close_code, session.close_reason = WSCloseCode.GOING_AWAY, b"shutting down"
+                break
             if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 session.received_ms = session.service.clock_ms()
-                if not await session.on_frame(frame.data):
-                    break
+                conn.idle.clear()
+                try:
+                    if not await session.on_frame(frame.data):
+                        break
+                finally:
+                    conn.idle.set()
             elif frame.type == WSMsgType.PING:
                 await ws.pong(frame.data)
             elif frame.type == WSMsgType.PONG:
@@ -604,8 +644,10 @@ class Session:
             await self._count_create()
             token = new_token()
             room, seat = await service.create(message, token, owner=self.address)
+            # Followed before anyone is told the room: nothing can happen to it unseen.
+            await self.hub.follow(conn, room.id, seat)
             conn.send(seat_message(room.id, seat, token, message.rid))
-            await self.follow_seated(room, seat, {"kind": "created", "seat": seat})
+            await self.follow_seated(room, seat, {"kind": "created", "seat": seat}, True)
         elif isinstance(message, Join):
             token = new_token()
             room, seat = await service.join(message, token)
@@ -622,7 +664,8 @@ class Session:
         elif isinstance(message, Resign):
             await self._answer(await service.resign(message))
         elif isinstance(message, Offer):
-            await self._answer(await service.offer(message))
+            # A second copy of an agreed rematch changes nothing: answered with a resync.
+            await self._answer(await service.offer(message), changed=message.kind != "rematch")
         elif isinstance(message, Abort):
             await self._answer(await service.abort(message))
         elif isinstance(message, Claim):
@@ -636,29 +679,41 @@ class Session:
         elif isinstance(message, Seek | Unseek | AcceptSeek | Lobby):
             await self.app[SEEKS_KEY].handle(self, message)
 
-    async def _answer(self, room: Room) -> None:
+    async def _answer(self, room: Room, changed: bool = True) -> None:
         """Answer a change to ``room`` made for this connection with the state it led to,
         before anything else this connection sends is handled (the broadcast's copy of the
-        same version is then skipped). A request that changed nothing (a second copy of an
+        same version is then skipped; if the broadcast got here first, it was the answer).
+        A request that may have changed nothing (``changed`` False: a second copy of an
         agreed rematch) is answered with the room as it is (a ``resync``)."""
         if room.id not in self.conn.rooms:
             return  # not following the room: the broadcast is not for us either
         snap = self.service.committed_state(room.id, room.version)
         if snap is not None and snap["version"] > self.conn.last_version.get(room.id, -1):
             self.conn.send_state(room.id, snap)
-        else:
+        elif snap is None or not changed:
             await self._send_current(room.id, None)
 
-    async def follow_seated(self, room: Room, seat: int, event: dict[str, Any]) -> None:
+    async def follow_seated(
+        self, room: Room, seat: int, event: dict[str, Any], followed: bool = False
+    ) -> None:
         """Follow ``room`` (as committed with ``event``: ``created``/``joined``) as the
-        player just seated in ``seat``, and send it as its one state with that event. The
-        commit already showed this seat connected, so nobody needs a presence update."""
-        await self.hub.follow(self.conn, room.id, seat)
-        snap = await self.service.snapshot(room)
-        snap["event"] = event
+        player just seated in ``seat`` (``followed``: already done), and send it as its
+        one state with that event. The commit already showed this seat connected, so
+        nobody needs a presence update."""
+        if not followed:
+            await self.hub.follow(self.conn, room.id, seat)
+        committed = self.service.committed_state(room.id, room.version)
+        if committed is not None:  # as the commit published it (this seat connected)
+            snap = {**committed, "event": event}
+        else:
+            snap = await self.service.snapshot(room)
+            snap["event"] = event
         self.conn.send_state(room.id, snap)  # skipped if its broadcast got here first
-        latest = await self.service.get(room.id)
-        if latest.version > room.version:  # it moved on before we followed it
+        latest = await self.service.store.version(room.id)
+        if latest is None:
+            raise RoomError("room/unknown", f"no room {room.id!r}")
+        # It moved on before we followed it, and its broadcast did not get here after.
+        if latest > max(room.version, self.conn.last_version.get(room.id, -1)):
             await self._send_current(room.id, room.version)
         else:
             await self._replay_chat(room.id)

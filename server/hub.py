@@ -1,7 +1,9 @@
 """Connections and fan-out: who on this node follows which room.
 
 Every room change is published by the commit script on the room's channel; each node
-listens to all room channels and forwards a snapshot to its local followers. A snapshot
+subscribes to the channels of the rooms it has local followers for (and only those, so
+adding nodes divides the fan-out instead of repeating it) and forwards each snapshot to
+its local followers. A snapshot
 is encoded once per kind of viewer (seat 0, seat 1, spectator) and codec, and those same
 bytes are queued for every such follower. Sends never wait on a client: each connection
 has a queue of encoded frames drained by its own writer task, bounded by bytes and by how
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import time
@@ -28,7 +29,8 @@ from redis.asyncio.client import PubSub
 
 from kibitz.server.background import raise_if_stopping, stop_tasks
 from kibitz.server.service import RoomService
-from kibitz.server.store import NODE_DIED, PREFIX
+from kibitz.server.store import NODE_DIED, PREFIX, channel
+from kibitz.shared import fastjson
 from kibitz.shared.protocol import Codec, encode_bytes
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ MAX_BEHIND_S = 10.0
 #: the replies to a burst of requests go out at the pace the client reads them.
 SOFT_QUEUED_BYTES = 256 * 1024
 CLOSE_SLOW = 1013  # "try again later"
-ROOM_PATTERN = PREFIX + "room:*"
+ROOM_CHANNEL = PREFIX + "room:"  # a room's channel is this and its id
 PROBE_S = 1.0  # how often the listener's liveness probe is published
 STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
 POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
@@ -50,6 +52,10 @@ BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # a refused connect costs Redis next to
 #: At most one presence broadcast per room this often for spectators coming and going.
 PRESENCE_EVERY_S = 2.0
 RESYNC_BATCH = 50  # rooms re-read from Redis at once after a re-subscribe
+SUBSCRIBE_BATCH = 500  # channels per SUBSCRIBE/UNSUBSCRIBE command
+#: On SIGTERM, how long requests under way may take to finish before every client is told
+#: to reconnect elsewhere (1001).
+DRAIN_S = 5.0
 
 
 class StateFrames:
@@ -96,6 +102,10 @@ class Connection:
         self.last_version: dict[str, int] = {}
         self.closing = False
         self.close_task: asyncio.Future[None] | None = None  # a close under way (abort)
+        #: Set while no request of this client is being handled (a draining node closes
+        #: the socket only once the request under way, its commit and reply, is done).
+        self.idle = asyncio.Event()
+        self.idle.set()
         self.writer = asyncio.create_task(self._write())
 
     def send(self, message: dict[str, Any]) -> None:
@@ -219,7 +229,13 @@ class Connection:
 
 
 class Hub:
-    """Follows all room channels on one pub/sub connection and fans out locally.
+    """Follows the channels of the rooms followed here on one pub/sub connection and fans
+    out locally.
+
+    A room's channel is subscribed when its first local follower arrives and unsubscribed
+    when its last one leaves, so a node decodes only the updates of rooms it serves.
+    :meth:`follow` returns only once Redis has confirmed the subscription: whatever the
+    caller then reads of the room, no later update can be missed.
 
     The listener is supervised: any error, or a subscription that has gone quiet, makes it
     drop the connection and subscribe again with backoff. Quiet is detected with a round
@@ -228,9 +244,10 @@ class Hub:
     Redis or a dead TCP path therefore shows within seconds, as ``healthy`` turning False
     (``/healthz`` answers 503), instead of leaving the node deaf while it looks fine.
 
-    Events published while the subscription was down were missed, so after every
-    re-subscribe each local follower is sent its room as Redis holds it now; that resync is
-    retried until it succeeds.
+    Events published while the subscription was down were missed, so every re-subscription
+    includes every followed room, and once it is live (its own probe heard back, which
+    follows the rooms' SUBSCRIBE on the same connection) each local follower is sent its
+    room as Redis holds it now; that resync is retried until it succeeds.
     """
 
     def __init__(self, redis: aioredis.Redis, service: RoomService, node: str = "local") -> None:
@@ -254,6 +271,21 @@ class Hub:
         #: with each message's data (seeks and the lobby use one).
         self.channels: dict[str, Callable[[str], None]] = {}
         self.channels[NODE_DIED] = self._on_node_died
+        #: The subscription being made or in use (None between attempts). Only the
+        #: listener reads from it; commands are written to it under ``_write_lock``.
+        self._pubsub: PubSub | None = None
+        self._write_lock = asyncio.Lock()
+        #: Rooms whose channel is subscribed on ``_pubsub`` -> done once Redis confirmed it.
+        self._room_subs: dict[str, asyncio.Future[None]] = {}
+        #: Channel -> the SUBSCRIBEs sent for it not yet confirmed, oldest first (Redis
+        #: confirms in order, so the next confirmation is the oldest's).
+        self._confirms: dict[str, deque[asyncio.Future[None]]] = {}
+        self._unsubscribe_due: set[str] = set()  # rooms whose last local follower left
+        self._unsubscribe_wakeup = asyncio.Event()
+        self._broken: BaseException | None = None  # a failed write to ``_pubsub``
+        self.room_messages = 0  # room updates received, for /metrics and tests
+        #: Set on SIGTERM: no request is taken any more (see :meth:`drain`).
+        self.draining = False
 
     @property
     def healthy(self) -> bool:
@@ -261,12 +293,36 @@ class Hub:
         recently."""
         return self._subscribed and time.monotonic() - self._heard < STALE_S
 
+    @property
+    def subscribed_rooms(self) -> int:
+        """Rooms whose channel this node subscribes to now."""
+        return len(self._room_subs)
+
     async def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._listen()),
             asyncio.create_task(self._probe()),
+            asyncio.create_task(self._unsubscriber()),
         ]
         await asyncio.wait_for(self._ready.wait(), timeout=10)
+
+    async def drain(self, timeout: float = DRAIN_S) -> None:
+        """Shut down gracefully (SIGTERM): take no more requests, let each connection's
+        request under way finish (its commit and its reply), at most ``timeout`` seconds,
+        then tell every client to reconnect elsewhere (1001) after what is queued for it.
+
+        A request that arrives meanwhile is not handled: the client sends it again on its
+        new connection (a move names its version, so it is never played twice)."""
+        self.draining = True
+        deadline = time.monotonic() + timeout
+        await asyncio.gather(
+            *(self._close_when_idle(conn, deadline) for conn in list(self.connections))
+        )
+
+    async def _close_when_idle(self, conn: Connection, deadline: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(conn.idle.wait(), max(0.0, deadline - time.monotonic()))
+        await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
 
     async def stop(self) -> None:
         await stop_tasks(self._tasks)
@@ -330,6 +386,7 @@ class Hub:
                 self.spectators_changed(room_id)
         conn.rooms[room_id] = seat
         self.followers.setdefault(room_id, set()).add(conn)
+        await self._subscribe_room(room_id)
         return changed
 
     async def unfollow(self, conn: Connection, room_id: str) -> bool:
@@ -399,6 +456,128 @@ class Hub:
             followers.discard(conn)
             if not followers:
                 del self.followers[room_id]
+                self._unsubscribe_due.add(room_id)
+                self._unsubscribe_wakeup.set()
+
+    # -- subscriptions ------------------------------------------------------------------------
+
+    async def _subscribe_room(self, room_id: str) -> None:
+        """Have the subscription include ``room_id``'s channel, confirmed by Redis, so that
+        a read of the room after this misses no later update.
+
+        While the subscription is down this returns at once: the next one includes every
+        followed room and re-syncs them all once it is live. A confirmation slower than
+        SUBSCRIBE_TIMEOUT_S (a listener far behind) is not waited for; the room is
+        re-synced when it comes.
+        """
+        self._unsubscribe_due.discard(room_id)
+        pubsub = self._pubsub
+        if pubsub is None:
+            return
+        confirmed = self._room_subs.get(room_id)
+        if confirmed is None:
+            confirmed = self._room_subs[room_id] = self._expect(channel(room_id))
+            try:
+                async with self._write_lock:
+                    if pubsub is not self._pubsub:
+                        return  # replaced: the new subscription has the room
+                    await asyncio.wait_for(
+                        pubsub.subscribe(channel(room_id)), timeout=SUBSCRIBE_TIMEOUT_S
+                    )
+            except Exception as exc:  # the listener starts again, and re-syncs the room
+                self._fail(pubsub, exc)
+                return
+            except asyncio.CancelledError:
+                # Perhaps sent, perhaps not: its confirmation can no longer be matched.
+                self._fail(pubsub, ConnectionError("a SUBSCRIBE was interrupted"))
+                raise
+        if confirmed.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(confirmed), timeout=SUBSCRIBE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("subscription to room %s not confirmed in %.0f s; re-syncing it "
+                        "once it is", room_id, SUBSCRIBE_TIMEOUT_S)  # fmt: skip
+            confirmed.add_done_callback(lambda _f: self._resync_later(room_id))
+
+    def _resync_later(self, room_id: str) -> None:
+        task = asyncio.create_task(self._resync_quietly(room_id))
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def _resync_quietly(self, room_id: str) -> None:
+        try:
+            await self.resync_room(room_id)
+        except (aioredis.RedisError, OSError) as exc:
+            raise_if_stopping()
+            log.warning("resync of %s failed: %s", room_id, _why(exc))
+
+    def _expect(self, name: str) -> asyncio.Future[None]:
+        """A future done when Redis confirms the SUBSCRIBE to ``name`` about to be sent."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._confirms.setdefault(name, deque()).append(future)
+        return future
+
+    def _on_subscribed(self, name: str) -> None:
+        waiting = self._confirms.get(name)
+        if not waiting:
+            return
+        future = waiting.popleft()
+        if not waiting:
+            del self._confirms[name]
+        if not future.done():
+            future.set_result(None)
+
+    def _fail(self, pubsub: PubSub, exc: BaseException) -> None:
+        """A write to ``pubsub`` failed: have the listener drop it and subscribe afresh."""
+        if pubsub is self._pubsub and self._broken is None:
+            self._broken = exc
+
+    async def _unsubscriber(self) -> None:
+        """Unsubscribe the rooms whose last local follower left (a burst in one command),
+        unless a follower came back meanwhile."""
+        while True:
+            await self._unsubscribe_wakeup.wait()
+            await asyncio.sleep(0)  # let the departures of one moment gather
+            self._unsubscribe_wakeup.clear()
+            due = [r for r in self._unsubscribe_due if r not in self.followers]
+            self._unsubscribe_due.clear()
+            pubsub = self._pubsub
+            if pubsub is None:
+                continue  # the next subscription leaves them out anyway
+            names = [channel(r) for r in due if self._room_subs.pop(r, None) is not None]
+            if not names:
+                continue
+            try:
+                # A follow from now on subscribes again, after this (the lock is FIFO).
+                async with self._write_lock:
+                    if pubsub is not self._pubsub:
+                        continue  # replaced: the new subscription left them out
+                    for i in range(0, len(names), SUBSCRIBE_BATCH):
+                        batch = names[i : i + SUBSCRIBE_BATCH]
+                        await asyncio.wait_for(pubsub.unsubscribe(*batch), SUBSCRIBE_TIMEOUT_S)
+            except Exception as exc:
+                raise_if_stopping()
+                self._fail(pubsub, exc)
+            except asyncio.CancelledError:
+                self._fail(pubsub, ConnectionError("an UNSUBSCRIBE was interrupted"))
+                raise
+
+    def _begin(self, pubsub: PubSub) -> None:
+        self._end()
+        self._pubsub = pubsub
+        self._broken = None
+
+    def _end(self) -> None:
+        """Forget the subscription: whoever waits for a confirmation goes on (the next
+        subscription includes their rooms and re-syncs them)."""
+        self._pubsub = None
+        self._room_subs.clear()
+        for waiting in self._confirms.values():
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
+        self._confirms.clear()
 
     async def _probe(self) -> None:
         """Publish the liveness probe the listener must hear back (see the class doc);
@@ -417,13 +596,22 @@ class Hub:
         """Subscribe, listen, and on any failure start again, for as long as the node runs."""
         delay = BACKOFF_MIN_S
         while True:
-            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self.redis.pubsub()  # subscribe confirmations are ours to read
+            self._begin(pubsub)
             try:
-                await asyncio.wait_for(pubsub.psubscribe(ROOM_PATTERN), timeout=SUBSCRIBE_TIMEOUT_S)
-                await asyncio.wait_for(
-                    pubsub.subscribe(self.probe_channel, *self.channels),
-                    timeout=SUBSCRIBE_TIMEOUT_S,
-                )
+                async with self._write_lock:
+                    # Every followed room first; the probe's channel last, so hearing the
+                    # probe proves Redis has taken them all (one connection, in order).
+                    rooms = list(self.followers)
+                    for room_id in rooms:
+                        self._room_subs[room_id] = self._expect(channel(room_id))
+                    for i in range(0, len(rooms), SUBSCRIBE_BATCH):
+                        batch = [channel(r) for r in rooms[i : i + SUBSCRIBE_BATCH]]
+                        await asyncio.wait_for(pubsub.subscribe(*batch), SUBSCRIBE_TIMEOUT_S)
+                    await asyncio.wait_for(
+                        pubsub.subscribe(self.probe_channel, *self.channels),
+                        timeout=SUBSCRIBE_TIMEOUT_S,
+                    )
                 with contextlib.suppress(aioredis.RedisError, OSError):
                     await self.store.redis.publish(self.probe_channel, "1")  # no need to wait
                 await self._receive(pubsub)
@@ -438,6 +626,7 @@ class Hub:
                     log.info("fan-out listener not up (%s); retrying", _why(exc))
             finally:
                 self._subscribed = False
+                self._end()
                 await _discard(pubsub)
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(BACKOFF_MAX_S, delay * 2)
@@ -451,22 +640,30 @@ class Hub:
         """
         started = time.monotonic()
         while True:
+            if self._broken is not None:
+                raise self._broken
             message = await pubsub.get_message(timeout=POLL_S)
             now = time.monotonic()
             if message is not None:
                 if self._subscribed:
                     self._heard = now
-                if message.get("channel") == self.probe_channel:
+                kind, name = message.get("type"), message.get("channel")
+                if kind == "subscribe":
+                    self._on_subscribed(name)
+                elif kind != "message":
+                    pass  # an unsubscribe's confirmation
+                elif name == self.probe_channel:
                     if not self._subscribed:
                         self._heard = now
                         self._on_live()
-                elif message.get("type") == "pmessage":
-                    self._deliver(message["channel"], message["data"])
-                elif message.get("channel") in self.channels:
+                elif name in self.channels:
                     try:
-                        self.channels[message["channel"]](message["data"])
+                        self.channels[name](message["data"])
                     except Exception:  # one bad message must not cost the subscription
-                        log.exception("could not handle a message on %s", message["channel"])
+                        log.exception("could not handle a message on %s", name)
+                else:
+                    self.room_messages += 1
+                    self._deliver(name, message["data"])
             last_sign = self._heard if self._subscribed else started
             if now - max(last_sign, started) > STALE_S:
                 raise TimeoutError(f"nothing heard for {STALE_S:.1f} s")
@@ -529,12 +726,12 @@ class Hub:
             await self.store.restate(room_id, seat, count)
 
     def _deliver(self, channel: str, data: str) -> None:
-        room_id = channel[len(PREFIX + "room:") :]
+        room_id = channel[len(ROOM_CHANNEL) :]
         followers = self.followers.get(room_id)
         if not followers:
             return
         try:
-            message = json.loads(data)
+            message = fastjson.loads(data)
             if message.get("type") == "thinking":
                 # An AI's progress: only for followers at the version it is about. Its
                 # principal variation is a hint, so players get it without (``pv`` []);

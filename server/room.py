@@ -16,12 +16,12 @@ import hashlib
 import hmac
 import random
 import secrets
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from kibitz.server import clocks
 from kibitz.shared.games import Game, GameError, find_game
-from kibitz.shared.protocol import Budget, Job, ProtocolError
+from kibitz.shared.protocol import SEARCHER_ENGINE, Budget, Job, ProtocolError
 
 Status = Literal["waiting", "playing", "over"]
 SeatKind = Literal["human", "ai"]
@@ -42,6 +42,9 @@ class Seat:
     name: str | None = None
     #: The public id of the player in this seat (from their player key), if they gave one.
     player: str | None = None
+    #: AI seats: what played the AI's last move ("kibitz", our searcher, or a UCI engine's
+    #: name such as "Stockfish 15.1"); None before its first move.
+    engine: str | None = None
 
     @property
     def taken(self) -> bool:
@@ -93,8 +96,14 @@ class Room:
         return any(seat.kind == "ai" for seat in self.seats)
 
     # -- (de)serialisation --------------------------------------------------------------
-    def to_json_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json_dict(self, moves: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The record as plain JSON values (what ``dataclasses.asdict`` gives, without its
+        deep copy: the result is read, not kept). ``moves``: the moves as ``move_dict``
+        gives them, if the caller has them already (a snapshot of this room has)."""
+        data = {name: getattr(self, name) for name in _ROOM_FIELDS}
+        data["seats"] = [{name: getattr(s, name) for name in _SEAT_FIELDS} for s in self.seats]
+        data["moves"] = [move_dict(m) for m in self.moves] if moves is None else moves
+        return data
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> Room:
@@ -118,7 +127,19 @@ class Event:
     undone: int | None = None  # plies a "takeback" took back
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return {k: v for k in _EVENT_FIELDS if (v := getattr(self, k)) is not None}
+
+
+_ROOM_FIELDS = tuple(f.name for f in fields(Room))
+_SEAT_FIELDS = tuple(f.name for f in fields(Seat))
+_EVENT_FIELDS = tuple(f.name for f in fields(Event))
+# move_dict spells the fields out (it runs for every move of every snapshot).
+assert tuple(f.name for f in fields(MoveRecord)) == ("move", "display", "seat")
+
+
+def move_dict(move: MoveRecord) -> dict[str, Any]:
+    """A move record as JSON values (``dataclasses.asdict`` of it, faster)."""
+    return {"move": move.move, "display": move.display, "seat": move.seat}
 
 
 # -- tokens and ids -----------------------------------------------------------------------
@@ -636,6 +657,15 @@ def _next(room: Room, now_ms: int) -> Room:
 
 # -- AI jobs and views ------------------------------------------------------------------------
 
+MAX_ENGINE_NAME = 64
+
+
+def record_engine(room: Room, seat: int, engine: str | None) -> None:
+    """Note on an AI seat what played its move: ``engine`` from the worker's result (a
+    UCI engine's name), or our searcher (None, or results from older workers)."""
+    if room.seats[seat].kind == "ai":
+        room.seats[seat].engine = (engine or SEARCHER_ENGINE)[:MAX_ENGINE_NAME]
+
 
 def ai_job(room: Room, state: Any, budget: Budget, deadline_ms: int | None = None) -> Job | None:
     """The search job this room needs now, if an AI seat is to move."""
@@ -705,6 +735,7 @@ def snapshot(
                 "name": s.name,
                 "player": s.player,
                 "taken": s.taken,
+                "engine": s.engine,
                 "connected": s.kind == "ai" or connected[i],
                 "gone_ms": (
                     presence.gone_ms[i]
@@ -717,8 +748,8 @@ def snapshot(
         "position": game.format_position(state),
         "to_move": game.to_move(state),
         "legal_moves": game.legal_move_texts(state) if playing else [],
-        "moves": [asdict(m) for m in room.moves],
-        "last_move": asdict(last) if last else None,
+        "moves": [move_dict(m) for m in room.moves],
+        "last_move": move_dict(last) if last else None,
         "result": room.result,
         "view": game.view(state),
         "clock": clocks.view(room.clock, room.updated_ms if clock_ms is None else clock_ms),

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 RETRIES = 5
 CLOCK_SYNC_MAX_RTT_MS = 20.0  # a TIME round trip slower than this does not set the clock
 STATE_CACHE_SIZE = 2000
+SEATING = ("created", "joined")  # events that seat a player, who then follows the room
 
 
 def now_ms() -> int:
@@ -78,8 +79,13 @@ class RoomService:
         #: This node's clock minus the Redis server's (see :meth:`sync_clock`).
         self.clock_offset_ms = 0
         self._states: OrderedDict[str, tuple[int, Any]] = OrderedDict()
-        # The last snapshot this node committed per room, to answer the request itself.
-        self._committed: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: The room as this node last committed or read it, per room: a command decides on
+        #: it without reading Redis first, and the commit's version check says whether it
+        #: was still current (if not, the command reads the room and decides again).
+        self._rooms: OrderedDict[str, Room] = OrderedDict()
+        # The last snapshot this node committed per room, to answer the request itself, and
+        # the one before if it seated a player (who may follow only after the next change).
+        self._committed: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     # -- the server clock ----------------------------------------------------------------
     def clock_ms(self) -> int:
@@ -120,8 +126,10 @@ class RoomService:
     def committed_state(self, room_id: str, version: int) -> dict[str, Any] | None:
         """The snapshot of ``room_id`` at ``version`` if this node committed it (and still
         has it): the requester gets it at once, ahead of the broadcast's copy."""
-        snap = self._committed.get(room_id)
-        return snap if snap is not None and snap["version"] == version else None
+        for snap in self._committed.get(room_id, ()):
+            if snap["version"] == version:
+                return snap
+        return None
 
     def _remember(self, room: Room, state: Any) -> None:
         self._states[room.id] = (room.version, state)
@@ -129,11 +137,29 @@ class RoomService:
         while len(self._states) > STATE_CACHE_SIZE:
             self._states.popitem(last=False)
 
+    def _remember_room(self, room: Room) -> None:
+        self._rooms[room.id] = room
+        self._rooms.move_to_end(room.id)
+        while len(self._rooms) > STATE_CACHE_SIZE:
+            self._rooms.popitem(last=False)
+
+    def cached(self, room_id: str) -> Room | None:
+        """The room as this node last committed or read it (maybe no longer current)."""
+        return self._rooms.get(room_id)
+
+    async def _load(self, room_id: str) -> Room | None:
+        room = await self.store.load(room_id)
+        if room is None:
+            self._rooms.pop(room_id, None)
+        else:
+            self._remember_room(room)
+        return room
+
     # -- reads -------------------------------------------------------------------------
     async def get(self, room_id: str) -> Room:
         if not rooms.valid_room_id(room_id):
             raise RoomError("room/unknown", f"no room {room_id!r}")
-        room = await self.store.load(room_id)
+        room = await self._load(room_id)
         if room is None:
             raise RoomError("room/unknown", f"no room {room_id!r}")
         return room
@@ -159,13 +185,24 @@ class RoomService:
         )
 
     async def publish_presence(self, room_id: str) -> None:
-        """Tell every follower that a player connected or left (same version)."""
-        room = await self.store.load(room_id)
-        if room is None:
-            return
-        snap = await self.snapshot(room)
-        snap["event"] = {"kind": "presence"}
-        await self.store.publish(room_id, snap)
+        """Tell every follower that a player connected or left (same version). One round
+        trip when this node has the room's current version: the presence is read, put into
+        the snapshot and published in one step that checks the version."""
+        room, fresh = self.cached(room_id), False
+        for _ in range(2):  # the cached copy, then (if it was old) the room read now
+            if room is None:
+                room, fresh = await self._load(room_id), True
+                if room is None:
+                    return
+            snap = rooms.snapshot(
+                room, self.state_of(room), Presence(), self.claim_after_ms, self.clock_ms()
+            )
+            snap["event"] = {"kind": "presence"}
+            if await self.store.publish_presence(room, snap) is not None or fresh:
+                # Sent; or the room moved on since it was read, after the presence change:
+                # the commit that moved it published who is there (it reads presence).
+                return
+            room = None
 
     # -- commands ----------------------------------------------------------------------
     async def create(self, msg: Create, token: str, owner: str | None = None) -> tuple[Room, int]:
@@ -352,7 +389,10 @@ class RoomService:
         nothing. A result the room still waits for but cannot use (a failed job, or a
         move the rules refuse) is replaced by a quick fallback move, so the game goes on.
         """
-        room = await self.store.load(result.room)
+        room = self.cached(result.room)
+        if room is None or room.version != result.version:
+            # Not cached at the job's version (a newer cached one may be stale): read it.
+            room = await self._load(result.room)
         if room is None or room.version != result.version or room.status != "playing":
             return "ignored"
         state = self.state_of(room)
@@ -369,6 +409,8 @@ class RoomService:
                 log.error("worker %s sent an unusable move for %s: %s", result.worker, room.id, exc)
             else:
                 new.ai_eval = result.score  # what the AI answers a draw offer from
+                if event.kind == "move":
+                    rooms.record_engine(new, seat, result.engine)
                 committed = await self._try_commit(new, room.version, event, new_state)
                 return "applied" if committed else "ignored"
         return "fallback" if await self._play_fallback(room, seat, state) else "ignored"
@@ -382,6 +424,8 @@ class RoomService:
         new, event, new_state = rooms.play_move(
             room, seat, found.move_text, room.version, now_ms(), state, clock_ms=self.clock_ms()
         )
+        if event.kind == "move":
+            rooms.record_engine(new, seat, None)  # our searcher played it
         return await self._try_commit(new, room.version, event, new_state)
 
     async def _try_commit(self, room: Room, expected: int, event: Event, state: Any) -> bool:
@@ -393,12 +437,27 @@ class RoomService:
 
     # -- the commit loop ---------------------------------------------------------------
     async def _update(self, room_id: str, decide: Callable[[Room], Decision]) -> Room:
+        """Decide on the room and commit, deciding again on a fresh read if it moved on.
+
+        The first try decides on the room as this node last had it, without reading
+        Redis: the commit's version check says whether it was current. A refusal is given
+        only when decided on the room as read from Redis, never on a cached copy."""
+        room = self.cached(room_id)
         for _ in range(RETRIES):
-            room = await self.get(room_id)
-            new, event, state = decide(room)
+            fresh = room is None
+            if room is None:
+                room = await self.get(room_id)
+            try:
+                new, event, state = decide(room)
+            except RoomError:
+                if fresh:
+                    raise
+                room = None  # maybe refused only because the copy is old: read it
+                continue
             try:
                 await self._commit(new, room.version, event, state)
             except StaleVersion:
+                room = None
                 continue
             return new
         raise RoomError("room/busy", f"room {room_id} is changing too fast; try again")
@@ -411,9 +470,9 @@ class RoomService:
             to_move = find_game(room.game).to_move(state)
             room.clock = clocks.settle(room.clock, to_move, room.status, clock_now)
         # The player just seated follows the room right after: shown connected already.
-        present = event.seat if event.kind in ("created", "joined") else None
-        presence = await self.presence(room, present)
-        snap = rooms.snapshot(room, state, presence, self.claim_after_ms, clock_ms=clock_now)
+        present = event.seat if event.kind in SEATING else None
+        # Who is there is read and written into the snapshot by the commit itself.
+        snap = rooms.snapshot(room, state, Presence(), self.claim_after_ms, clock_ms=clock_now)
         record = event.to_dict()
         if event.kind == "move":
             record["display"] = room.moves[-1].display
@@ -433,9 +492,13 @@ class RoomService:
             job,
             self.ai_games_per_owner,
             deadline=clocks.deadline(room.clock, room.status),
+            present=present,
         )
         self._remember(room, state)
-        self._committed[room.id] = snap
+        self._remember_room(room)
+        # The one before is kept only if it seated a player (see follow_seated in app.py).
+        before = [s for s in self._committed.get(room.id, ())[-1:] if s["event"]["kind"] in SEATING]
+        self._committed[room.id] = [*before, snap]
         self._committed.move_to_end(room.id)
         while len(self._committed) > STATE_CACHE_SIZE:
             self._committed.popitem(last=False)

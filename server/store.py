@@ -44,8 +44,8 @@ and the archiver gives the keys a TTL once the game is in the database.
 
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -53,6 +53,7 @@ import redis.asyncio as aioredis
 from kibitz.server import fairness
 from kibitz.server.fairness import LUA_FUNCTIONS, AsyncFairQueue
 from kibitz.server.room import Presence, Room, RoomError
+from kibitz.shared import fastjson
 from kibitz.shared.protocol import Job
 
 PREFIX = "kibitz:"
@@ -108,88 +109,6 @@ def channel(room_id: str) -> str:
     return f"{PREFIX}room:{room_id}"
 
 
-# KEYS: room, events, live, jobs, ai ready, ai waiting, ai owners, workers live, owner's AI
-#       games, ai clock, archive stream, presence, deadlines
-# ARGV: [1] expected version (-1: must not exist), [2] new version, [3] record JSON,
-#       [4] event JSON, [5] snapshot JSON, [6] channel, [7] room id, [8] live (1/0),
-#       [9] updated ms, [10] job JSON or "", [11] max events, [12] job id, [13] job's owner,
-#       [14] job cost ms, [15] AI games mode ("", create, touch, end), [16] AI games limit,
-#       [17] game idle ms, [18] max waiting jobs, [19] max lead ms, [20] worker ttl ms,
-#       [21] room key prefix, [22] dispatch scan, [23] room status, [24] waiting TTL ms,
-#       [25] finished TTL ms (how long the room stays once archived), [26] the room's
-#       clock deadline ms, or "" for none (KEYS[13]: the deadlines sorted set)
-# Returns {1, version} committed; {0, current version} stale; {-1, AI games} over the
-# owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, _} writes.
-_COMMIT = (
-    LUA_FUNCTIONS
-    + """
-local current = redis.call('HGET', KEYS[1], 'version')
-local expected = tonumber(ARGV[1])
-if expected < 0 then
-  if current then return {0, tonumber(current)} end
-elseif (not current) or tonumber(current) ~= expected then
-  return {0, tonumber(current or -1)}
-end
-local now = fair_now()
-local games_mode = ARGV[15]
-if games_mode == 'create' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[17]))
-  local games = redis.call('ZCARD', KEYS[9])
-  if games >= tonumber(ARGV[16]) then return {-1, games} end
-end
-if ARGV[10] ~= '' and not fair_has_room(KEYS[6], ARGV[12], ARGV[18]) then
-  return {-2, redis.call('HLEN', KEYS[6])}
-end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[11], ARGV[2] .. '-1',
-           'version', ARGV[2], 'event', ARGV[4], 'at', ARGV[9])
-redis.call('PUBLISH', ARGV[6], ARGV[5])
-if ARGV[8] == '1' then
-  redis.call('ZADD', KEYS[3], ARGV[9], ARGV[7])
-else
-  redis.call('ZREM', KEYS[3], ARGV[7])
-end
-if ARGV[23] == 'waiting' then
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
-                        KEYS[1] .. ':chat:spectators'}) do
-    redis.call('PEXPIRE', key, ARGV[24])
-  end
-elseif ARGV[23] == 'playing' then
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
-                        KEYS[1] .. ':chat:spectators'}) do
-    redis.call('PERSIST', key)
-  end
-else
-  -- The game ended: the archiver takes it from here. Only the first commit of a finished
-  -- room queues it (later ones, rematch offers, find it queued).
-  if redis.call('HEXISTS', KEYS[1], 'archive') == 0 then
-    redis.call('HSET', KEYS[1], 'archive', 'queued')
-    redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
-  end
-end
-if ARGV[26] == '' then
-  redis.call('ZREM', KEYS[13], ARGV[7])
-else
-  redis.call('ZADD', KEYS[13], ARGV[26], ARGV[7])
-end
-if games_mode == 'end' then
-  redis.call('ZREM', KEYS[9], ARGV[7])
-elseif games_mode ~= '' then
-  redis.call('ZADD', KEYS[9], now, ARGV[7])
-  redis.call('PEXPIRE', KEYS[9], ARGV[17])
-end
--- Only a commit that queues a job has anything new to admit (workers admit the rest as
--- they free up), so a move between people pays nothing for the AI queue.
-if ARGV[10] ~= '' then
-  fair_enqueue(KEYS[5], KEYS[6], KEYS[7], KEYS[10], ARGV[13], ARGV[12], ARGV[10], ARGV[14],
-               ARGV[19])
-  fair_dispatch(KEYS[5], KEYS[6], KEYS[10], KEYS[4], KEYS[8], now, ARGV[20], ARGV[21], ARGV[22])
-end
-return {1, tonumber(ARGV[2])}
-"""
-)
-
-
 # Presence fields: "SEAT:NODE" -> connections of that seat's player on that node, "s:NODE"
 # -> spectators on that node (a dead node's entries stop counting with it), "gone:SEAT" ->
 # epoch ms since when that seat's player has had no connection anywhere.
@@ -224,7 +143,132 @@ local function presence_ttl(hash, room)
   if ttl == -2 then ttl = 60000 end
   if ttl > 0 then redis.call('PEXPIRE', hash, ttl) end
 end
+-- A snapshot with who is there spliced in. flags: one letter a seat: "a" an AI, "p" the
+-- player just seated (connected, whatever the counts say), "h" another human player
+-- (gone since the recorded time when no connection counts; a missing time is recorded
+-- as now: its node died), "-" a free seat. head, s0, s1: the snapshot's JSON without
+-- "seats" and "spectators", and each seat's without "connected" and "gone_ms", each
+-- without its closing brace. Returns the JSON and {connected 0, connected 1,
+-- spectators, gone 0 or -1, gone 1 or -1}.
+local function presence_splice(hash, room, node_prefix, flags, head, s0, s1)
+  local counts = presence_counts(hash, node_prefix)
+  local out = {0, 0, counts[3], -1, -1}
+  local parts = {head, ',"seats":['}
+  local wrote = false
+  for seat = 0, 1 do
+    local flag = string.sub(flags, seat + 1, seat + 1)
+    local connected = flag == 'a' or flag == 'p' or counts[seat + 1] > 0
+    local gone = 'null'
+    if flag == 'h' and not connected then
+      gone = redis.call('HGET', hash, 'gone:' .. seat)
+      if not (gone and string.match(gone, '^%d+$')) then
+        gone = string.format('%d', presence_now())
+        redis.call('HSET', hash, 'gone:' .. seat, gone)
+        wrote = true
+      end
+      out[seat + 4] = tonumber(gone)
+    end
+    if connected then out[seat + 1] = 1 end
+    if seat == 1 then parts[#parts + 1] = ',' end
+    parts[#parts + 1] = seat == 0 and s0 or s1
+    parts[#parts + 1] = ',"connected":' .. (connected and 'true' or 'false')
+    parts[#parts + 1] = ',"gone_ms":' .. gone .. '}'
+  end
+  parts[#parts + 1] = '],"spectators":' .. string.format('%d', counts[3]) .. '}'
+  if wrote then presence_ttl(hash, room) end
+  return table.concat(parts), out
+end
 """
+
+# KEYS: room, events, live, jobs, ai ready, ai waiting, ai owners, workers live, owner's AI
+#       games, ai clock, archive stream, presence, deadlines
+# ARGV: [1] expected version (-1: must not exist), [2] new version, [3] record JSON,
+#       [4] event JSON, [5] unused (""), [6] channel, [7] room id, [8] live (1/0),
+#       [9] updated ms, [10] job JSON or "", [11] max events, [12] job id, [13] job's owner,
+#       [14] job cost ms, [15] AI games mode ("", create, touch, end), [16] AI games limit,
+#       [17] game idle ms, [18] max waiting jobs, [19] max lead ms, [20] worker ttl ms,
+#       [21] room key prefix, [22] dispatch scan, [23] room status, [24] waiting TTL ms,
+#       [25] finished TTL ms (how long the room stays once archived), [26] the room's
+#       clock deadline ms, or "" for none (KEYS[13]: the deadlines sorted set), [27] node
+#       key prefix, [28] seat flags, [29]-[31] the snapshot's parts (see presence_splice)
+# Returns {1, version, connected 0, connected 1, spectators, gone 0, gone 1} committed
+# (who is there, as published: the snapshot on the channel is spliced together here, so
+# presence costs no round trip of its own); {0, current version} stale; {-1, AI games}
+# over the owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, ...}
+# writes.
+_COMMIT = (
+    LUA_FUNCTIONS
+    + _PRESENCE_LIB
+    + """
+local current = redis.call('HGET', KEYS[1], 'version')
+local expected = tonumber(ARGV[1])
+if expected < 0 then
+  if current then return {0, tonumber(current)} end
+elseif (not current) or tonumber(current) ~= expected then
+  return {0, tonumber(current or -1)}
+end
+local now = fair_now()
+local games_mode = ARGV[15]
+if games_mode == 'create' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now - tonumber(ARGV[17]))
+  local games = redis.call('ZCARD', KEYS[9])
+  if games >= tonumber(ARGV[16]) then return {-1, games} end
+end
+if ARGV[10] ~= '' and not fair_has_room(KEYS[6], ARGV[12], ARGV[18]) then
+  return {-2, redis.call('HLEN', KEYS[6])}
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[11], ARGV[2] .. '-1',
+           'version', ARGV[2], 'event', ARGV[4], 'at', ARGV[9])
+if ARGV[8] == '1' then
+  redis.call('ZADD', KEYS[3], ARGV[9], ARGV[7])
+else
+  redis.call('ZREM', KEYS[3], ARGV[7])
+end
+if ARGV[23] == 'waiting' then
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
+                        KEYS[1] .. ':chat:spectators'}) do
+    redis.call('PEXPIRE', key, ARGV[24])
+  end
+elseif ARGV[23] == 'playing' then
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
+                        KEYS[1] .. ':chat:spectators'}) do
+    redis.call('PERSIST', key)
+  end
+else
+  -- The game ended: the archiver takes it from here. Only the first commit of a finished
+  -- room queues it (later ones, rematch offers, find it queued).
+  if redis.call('HEXISTS', KEYS[1], 'archive') == 0 then
+    redis.call('HSET', KEYS[1], 'archive', 'queued')
+    redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
+  end
+end
+-- After the lifetimes above: a presence hash this creates takes the room's.
+local snapshot, present = presence_splice(KEYS[12], KEYS[1], ARGV[27], ARGV[28], ARGV[29],
+                                          ARGV[30], ARGV[31])
+redis.call('PUBLISH', ARGV[6], snapshot)
+if ARGV[26] == '' then
+  redis.call('ZREM', KEYS[13], ARGV[7])
+else
+  redis.call('ZADD', KEYS[13], ARGV[26], ARGV[7])
+end
+if games_mode == 'end' then
+  redis.call('ZREM', KEYS[9], ARGV[7])
+elseif games_mode ~= '' then
+  redis.call('ZADD', KEYS[9], now, ARGV[7])
+  redis.call('PEXPIRE', KEYS[9], ARGV[17])
+end
+-- Only a commit that queues a job has anything new to admit (workers admit the rest as
+-- they free up), so a move between people pays nothing for the AI queue.
+if ARGV[10] ~= '' then
+  fair_enqueue(KEYS[5], KEYS[6], KEYS[7], KEYS[10], ARGV[13], ARGV[12], ARGV[10], ARGV[14],
+               ARGV[19])
+  fair_dispatch(KEYS[5], KEYS[6], KEYS[10], KEYS[4], KEYS[8], now, ARGV[20], ARGV[21], ARGV[22])
+end
+return {1, tonumber(ARGV[2]), present[1], present[2], present[3], present[4], present[5]}
+"""
+)
+
 
 # KEYS: presence hash, room; ARGV: node key prefix, human seats ("10": a human player holds
 # seat 0, not seat 1). Returns {seat 0 connected 1/0, seat 1 connected, spectators, seat 0
@@ -280,6 +324,25 @@ return n
 """
 )
 
+# KEYS: room, presence hash; ARGV: the version the snapshot was made from, node key
+# prefix, seat flags, the snapshot's three parts (see presence_splice), channel. Publishes
+# the snapshot with who is there now, if the room is still at that version. Returns {1,
+# version, connected 0, connected 1, spectators, gone 0, gone 1}, or {0, current version
+# or -1} if the room moved on (or is gone).
+_PUBLISH_PRESENCE = (
+    _PRESENCE_LIB
+    + """
+local current = redis.call('HGET', KEYS[1], 'version')
+if (not current) or tonumber(current) ~= tonumber(ARGV[1]) then
+  return {0, tonumber(current or -1)}
+end
+local snapshot, present = presence_splice(KEYS[2], KEYS[1], ARGV[2], ARGV[3], ARGV[4],
+                                          ARGV[5], ARGV[6])
+redis.call('PUBLISH', ARGV[7], snapshot)
+return {1, tonumber(current), present[1], present[2], present[3], present[4], present[5]}
+"""
+)
+
 # KEYS: room, events, presence, live, archive stream; ARGV: archive group, entry id,
 # room id, TTL ms. The game is in the database: acknowledge and drop its archive entry,
 # and give the room's keys their remaining lifetime, all in one step.
@@ -320,6 +383,56 @@ return 1
 """
 
 
+def seat_flags(room: Room, present: int | None = None) -> str:
+    """One letter a seat for presence_splice: "a" an AI, "p" the player ``present`` (just
+    seated: shown connected), "h" another human player, "-" a free seat."""
+    return "".join(
+        "a" if seat.kind == "ai" else "p" if i == present else "h" if seat.taken else "-"
+        for i, seat in enumerate(room.seats)
+    )
+
+
+def snapshot_parts(snapshot: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """``snapshot`` as JSON in the three parts presence_splice joins with who is there:
+    everything but "seats" and "spectators", then each seat but "connected" and
+    "gone_ms", each without its closing brace."""
+    head = fastjson.dumps({k: v for k, v in snapshot.items() if k != "seats" and k != "spectators"})
+    seats = [
+        fastjson.dumps({k: v for k, v in seat.items() if k != "connected" and k != "gone_ms"})
+        for seat in snapshot["seats"]
+    ]
+    return head[:-1], seats[0][:-1], seats[1][:-1]
+
+
+def _moves_of(room: Room, snapshot: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The snapshot's move list, which is the record's (the snapshot is of ``room``), so
+    the record need not build it again; None if it does not match."""
+    moves = snapshot.get("moves")
+    if isinstance(moves, list) and len(moves) == len(room.moves):
+        return moves
+    return None
+
+
+def _presence_reply(reply: Sequence[Any]) -> Presence:
+    """The {connected 0, connected 1, spectators, gone 0, gone 1} part of a script's reply."""
+    c0, c1, spectators, g0, g1 = (int(x) for x in reply)
+    return Presence(
+        connected=(c0 == 1, c1 == 1),
+        gone_ms=(g0 if g0 >= 0 else None, g1 if g1 >= 0 else None),
+        spectators=spectators,
+    )
+
+
+def apply_presence(snapshot: dict[str, Any], presence: Presence) -> None:
+    """Write ``presence`` into ``snapshot`` as presence_splice did into what it published."""
+    for seat, connected, gone in zip(
+        snapshot["seats"], presence.connected, presence.gone_ms, strict=True
+    ):
+        seat["connected"] = connected
+        seat["gone_ms"] = gone
+    snapshot["spectators"] = presence.spectators
+
+
 class StaleVersion(Exception):
     """The room moved on since it was read; re-read and retry."""
 
@@ -347,6 +460,7 @@ class RoomStore:
         self.finished_ttl_ms = finished_ttl_ms
         self._commit = redis.register_script(_COMMIT)
         self._presence = redis.register_script(_PRESENCE)
+        self._publish_presence = redis.register_script(_PUBLISH_PRESENCE)
         self._attach = redis.register_script(_ATTACH)
         self._archived = redis.register_script(_ARCHIVED)
         self._forget = redis.register_script(_FORGET)
@@ -366,7 +480,12 @@ class RoomStore:
         data = await self.redis.hget(room_key(room_id), "data")
         if data is None:
             return None
-        return Room.from_json_dict(json.loads(data))
+        return Room.from_json_dict(fastjson.loads(data))
+
+    async def version(self, room_id: str) -> int | None:
+        """The room's current version (None: no such room), without reading the record."""
+        version = await self.redis.hget(room_key(room_id), "version")
+        return None if version is None else int(version)
 
     async def commit(
         self,
@@ -377,8 +496,15 @@ class RoomStore:
         job: Job | None,
         ai_games_limit: int = 8,
         deadline: int | None = None,
-    ) -> None:
-        """Write ``room`` if it is still at ``expected_version``; else StaleVersion.
+        present: int | None = None,
+    ) -> Presence:
+        """Write ``room`` if it is still at ``expected_version``; else StaleVersion. One
+        round trip.
+
+        ``snapshot`` (the new ``state``) is published with who is there, read in the same
+        atomic step: its seats' ``connected``/``gone_ms`` and ``spectators`` are set there
+        (and in ``snapshot``, to match); the seat ``present`` (a player just seated) shows
+        connected. Returns that presence.
 
         ``deadline``: when the room's clock next needs the sweeper (server-clock ms), kept
         in ``deadlines`` in the same atomic step (None takes the room off it).
@@ -397,7 +523,8 @@ class RoomStore:
             else:
                 games_mode = "touch"
         owner = room.owner or ""
-        status, value = await self._commit(
+        head, seat0, seat1 = snapshot_parts(snapshot)
+        reply: Any = await self._commit(
             keys=[
                 room_key(room.id),
                 events_key(room.id),
@@ -416,9 +543,9 @@ class RoomStore:
             args=[
                 expected_version,
                 room.version,
-                json.dumps(room.to_json_dict(), separators=(",", ":")),
-                json.dumps(event, separators=(",", ":")),
-                json.dumps(snapshot, separators=(",", ":")),
+                fastjson.dumps(room.to_json_dict(moves=_moves_of(room, snapshot))),
+                fastjson.dumps(event),
+                "",  # (the snapshot: now ARGV[29]-[31])
                 channel(room.id),
                 room.id,
                 "1" if room.status != "over" else "0",
@@ -440,9 +567,18 @@ class RoomStore:
                 self.waiting_ttl_ms,
                 self.finished_ttl_ms,
                 "" if deadline is None else deadline,
+                NODES,
+                seat_flags(room, present),
+                head,
+                seat0,
+                seat1,
             ],
         )
-        status, value = int(status), int(value)
+        status, value = int(reply[0]), int(reply[1])
+        if status == 1:
+            presence = _presence_reply(reply[2:])
+            apply_presence(snapshot, presence)
+            return presence
         if status == 0:
             raise StaleVersion(value)
         if status == -1:
@@ -453,6 +589,7 @@ class RoomStore:
             )
         if status == -2:
             raise RoomError("server/busy", "the AI queue is full; try again in a moment")
+        raise RuntimeError(f"the commit script answered {reply!r}")
 
     async def dispatch(self) -> tuple[int, int]:
         """Admit queued AI jobs the workers can take now: (sent, dropped)."""
@@ -464,7 +601,7 @@ class RoomStore:
         entries: Any = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
         return [
             {
-                **json.loads(fields["event"]),
+                **fastjson.loads(fields["event"]),
                 "version": int(fields["version"]),
                 "at": int(fields["at"]),
             }
@@ -484,7 +621,22 @@ class RoomStore:
 
     async def publish(self, room_id: str, snapshot: dict[str, Any]) -> None:
         """Fan out a snapshot that is not a new version (a presence change)."""
-        await self.redis.publish(channel(room_id), json.dumps(snapshot, separators=(",", ":")))
+        await self.redis.publish(channel(room_id), fastjson.dumps(snapshot))
+
+    async def publish_presence(self, room: Room, snapshot: dict[str, Any]) -> Presence | None:
+        """Fan out ``snapshot`` (of ``room``, same version) with who is there now, read in
+        the same atomic step (one round trip); None, and nothing sent, if the room is no
+        longer at ``room.version`` (or gone)."""
+        head, seat0, seat1 = snapshot_parts(snapshot)
+        reply: Any = await self._publish_presence(
+            keys=[room_key(room.id), presence_key(room.id)],
+            args=[room.version, NODES, seat_flags(room), head, seat0, seat1, channel(room.id)],
+        )
+        if int(reply[0]) != 1:
+            return None
+        presence = _presence_reply(reply[2:])
+        apply_presence(snapshot, presence)
+        return presence
 
     async def presence(self, room_id: str) -> tuple[bool, bool]:
         """Whether each seat's player is connected to a live node."""
@@ -499,12 +651,7 @@ class RoomStore:
         flags = "".join("1" if human else "0" for human in humans)
         reply: Any = await self._presence(keys=[presence_key(room_id), room_key(room_id)],
                                           args=[NODES, flags])  # fmt: skip
-        c0, c1, spectators, g0, g1 = (int(x) for x in reply)
-        return Presence(
-            connected=(c0 == 1, c1 == 1),
-            gone_ms=(g0 if g0 >= 0 else None, g1 if g1 >= 0 else None),
-            spectators=spectators,
-        )
+        return _presence_reply(reply)
 
     def _presence_field(self, seat: int | None) -> str:
         return f"{'s' if seat is None else seat}:{self.node}"

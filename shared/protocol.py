@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import msgpack
 
+from kibitz.shared import fastjson
+
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
@@ -52,14 +54,16 @@ def encode(message: dict[str, Any], codec: Codec) -> str | bytes:
     if codec == "msgpack":
         data: bytes = msgpack.packb(message, use_bin_type=True)
         return data
-    return json.dumps(message, separators=(",", ":"))
+    return fastjson.dumps(message).decode()
 
 
 def encode_bytes(message: dict[str, Any], codec: Codec) -> bytes:
     """``message`` as the payload of one WebSocket frame: msgpack, or JSON as UTF-8 (to be
     sent as a text frame). Bytes, so one encoding can be written to many sockets as is."""
-    frame = encode(message, codec)
-    return frame.encode() if isinstance(frame, str) else frame
+    if codec == "msgpack":
+        data: bytes = msgpack.packb(message, use_bin_type=True)
+        return data
+    return fastjson.dumps(message)
 
 
 def decode(frame: str | bytes) -> dict[str, Any]:
@@ -631,9 +635,16 @@ class Job:
         return job
 
 
+#: The ``engine`` of a move found by our own searcher (see ``JobResult.engine``).
+SEARCHER_ENGINE = "kibitz"
+
+
 @dataclass(frozen=True, slots=True)
 class JobResult:
-    """The move a worker found for a job (or an error text when it could not)."""
+    """The move a worker found for a job (or an error text when it could not).
+
+    ``engine`` says what found the move: ``"kibitz"`` (our searcher; also what results
+    from workers older than the field mean) or a UCI engine's name (``"Stockfish 15.1"``)."""
 
     job_id: str
     room: str
@@ -645,6 +656,7 @@ class JobResult:
     time_ms: int = 0
     worker: str = ""
     error: str | None = None
+    engine: str = SEARCHER_ENGINE
 
     def to_fields(self) -> StreamFields:
         return {"result": json.dumps(asdict(self), separators=(",", ":"))}
@@ -666,6 +678,7 @@ class JobResult:
             "time_ms": (int,),
             "worker": (str,),
             "error": (str, type(None)),
+            "engine": (str,),
         }
         for name, types in expected.items():
             value = getattr(result, name)

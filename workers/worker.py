@@ -30,7 +30,7 @@ import threading
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,6 +39,7 @@ import redis
 from kibitz.server.fairness import YIELD_AFTER_MS, FairQueue, owner_lane
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
+    SEARCHER_ENGINE,
     Budget,
     Job,
     JobResult,
@@ -50,6 +51,7 @@ from kibitz.shared.search import choose_move, report_score
 from kibitz.shared.search.choose import format_line
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.limits import CancelToken
+from kibitz.workers.engines import EnginePool, budget_left
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ class WorkerConfig:
     name: str = ""
     lease_ms: int = 5_000  # a pending job idle this long is taken over by another worker
     max_jobs: int | None = None  # stop after this many jobs (tests, rolling restarts)
+    #: game -> UCI engine command (``--engine chess=/usr/games/stockfish``; workers/engines.py)
+    engines: dict[str, str] = field(default_factory=dict)
 
 
 class Worker:
@@ -98,6 +102,7 @@ class Worker:
         self.dropped = 0  # jobs whose room moved on: no result posted
         self.hurried = 0  # searches cut short to free the worker for a waiting game
         self._claim_cursor = "0-0"
+        self.engines = EnginePool(config.engines)  # UCI engines serving some games' jobs
 
     def run(self) -> int:
         """Work until stopped (SIGTERM/SIGINT) or ``max_jobs`` are done."""
@@ -105,6 +110,7 @@ class Worker:
         signal.signal(signal.SIGINT, self._stop)
         self._ensure_group()
         log.info("worker %s ready on %s", self.name, without_password(self.config.redis_url))
+        self.engines.start()
         while not self.stopping:
             if self.config.max_jobs is not None and self.done >= self.config.max_jobs:
                 break
@@ -121,6 +127,7 @@ class Worker:
                 if "NOGROUP" not in str(exc):
                     raise
                 self._ensure_group()
+        self.engines.close()
         try:
             self.fair.leave(self.name)
             self.redis.delete(PREFIX + "workers:" + self.name)
@@ -209,7 +216,8 @@ class Worker:
         keeper = LeaseKeeper(self.lease_redis, self.name, entry_id, job, cancel, self.config)
         keeper.start()
         try:
-            result = compute(job, self.name, ProgressPublisher(self.redis, job), cancel)
+            progress = ProgressPublisher(self.redis, job)
+            result = compute(job, self.name, progress, cancel, self.engines)
         except Exception as exc:  # a bad position or a bug: report it, don't die
             log.error("job %s failed: %s", job.job_id, traceback.format_exc())
             result = JobResult(
@@ -404,9 +412,12 @@ def compute(
     worker: str,
     progress: ProgressPublisher | None = None,
     cancel: CancelToken | None = None,
+    engines: EnginePool | None = None,
 ) -> JobResult:
     """Search the job's position within its budget; ``progress`` hears each depth and
-    ``cancel`` can stop the search early (the result is then meaningless)."""
+    ``cancel`` can stop the search early (the result is then meaningless). A game with
+    an engine in ``engines`` is played by that engine; when it fails, our searcher plays
+    on what is left of the budget."""
     game = find_game(job.game)
     state = game.parse_position(job.position)
     for text in job.moves:
@@ -414,11 +425,28 @@ def compute(
     if progress is not None:
         progress.game, progress.state = game, state
     started = time.monotonic()
+    budget = job.budget
+    if engines:
+        played = engines.play(job, state, cancel, progress)
+        if played is not None:
+            return JobResult(
+                job_id=job.job_id,
+                room=job.room,
+                version=job.version,
+                move=played.move_text,
+                score=played.score,
+                depth=played.depth,
+                nodes=played.nodes,
+                time_ms=int((time.monotonic() - started) * 1000),
+                worker=worker,
+                engine=played.engine,
+            )
+        budget = budget_left(budget, int((time.monotonic() - started) * 1000))
     found = choose_move(
         game,
         state,
         level=job.level,
-        budget=job.budget,
+        budget=budget,
         seed=job.seed,
         progress=progress,
         cancel=cancel,
@@ -433,6 +461,7 @@ def compute(
         nodes=found.nodes,
         time_ms=int((time.monotonic() - started) * 1000),
         worker=worker,
+        engine=SEARCHER_ENGINE,
     )
 
 

@@ -336,8 +336,11 @@ function renderSeats(state) {
     const turn = state.status === "playing" && state.to_move === seat;
     const connected = info.kind === "ai" || info.connected;
     let name;
-    if (info.kind === "ai") name = info.name || `AI level ${info.level}`;
-    else if (!info.taken) name = "Waiting for a player…";
+    if (info.kind === "ai") {
+      name = info.name || `AI level ${info.level}`;
+      // Which engine played its last move ("kibitz" is our own searcher).
+      if (info.engine && info.engine !== "kibitz") name = `${name} · ${info.engine}`;
+    } else if (!info.taken) name = "Waiting for a player…";
     else name = info.name || "Anonymous";
     box.className = ["seat", turn && "turn", app.you === seat && "mine", !info.taken && "open"].filter(Boolean).join(" ");
     box.dataset.connected = String(Boolean(connected && info.taken));

@@ -11,7 +11,18 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("serve", "worker", "bot", "games", "perft", "search", "arena", "bench", "status")
+COMMANDS = (
+    "serve",
+    "worker",
+    "bot",
+    "games",
+    "perft",
+    "search",
+    "arena",
+    "bench",
+    "status",
+    "tables",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,9 @@
 
 Players (SPEC): ``level:N`` (our bot at level N, randomness included), a comma list of
 search switches such as ``quiescence=off,tt=off`` (our searcher, level 8 otherwise), or a
-peer: ``easyai`` (othello, oware, tictactoe, matches) or ``sunfish`` (chess).
+peer: ``easyai`` (othello, oware, tictactoe, matches), ``sunfish`` (chess) or
+``stockfish:ELO`` (chess: Debian's Stockfish with UCI_LimitStrength at UCI_Elo ELO,
+1350-2850; plain ``stockfish`` is full strength).
 
 Games come in colour-swapped pairs: each opening (a few random but seeded plies from the
 start) is played once with A moving first and once with B moving first. Every game is
@@ -92,6 +94,10 @@ def make_player(game: Game[Any, Any], spec: str, explicit_budget: bool, seed: in
         from kibitz.benchmarks.peers.sunfish_player import SunfishPlayer
 
         return TimedPeer(SunfishPlayer(game), "sunfish")
+    if spec == "stockfish" or spec.startswith("stockfish:"):
+        from kibitz.benchmarks.peers.stockfish_player import StockfishPlayer
+
+        return TimedPeer(StockfishPlayer.from_spec(game, spec), spec)
     if spec.startswith("level:"):
         level = int(spec.split(":", 1)[1])
         if not 1 <= level <= 8:

@@ -206,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
     os.umask(0o077)
     lifetimes = lifetimes_from_args(args)
     archive_url = database_url(args)
+    # Local workers look for endgame tables (``kibitz tables``) in the same data directory.
+    os.environ["KIBITZ_DATA_DIR"] = str(args.data_dir)
     embedded: EmbeddedRedis | None = None
     redis_url = args.redis
     if not redis_url:
@@ -265,13 +267,15 @@ async def _serve(app: web.Application, host: str, port: int, redis_url: str, n_w
             await supervisor
         for proc in workers:
             if proc.poll() is None:
-                proc.terminate()
+                proc.terminate()  # each finishes its search and leaves meanwhile
+        # Stop accepting, let the requests under way finish, tell every client to
+        # reconnect (1001), wait for the handlers, then close Redis (Hub.drain).
+        await runner.cleanup()
         for proc in workers:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        await runner.cleanup()
     return 0
 
 

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 
+from kibitz.workers.engines import parse_engine_specs
 from kibitz.workers.worker import WorkerConfig, run_worker
 
 
@@ -27,13 +28,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--max-jobs", type=int, default=None, help="exit after this many jobs")
     parser.add_argument("--name", default="", help="consumer name (default: host-pid)")
+    parser.add_argument(
+        "--engine",
+        action="append",
+        metavar="GAME=COMMAND",
+        help="serve GAME's jobs with this UCI engine (chess=/usr/games/stockfish; repeatable); "
+        "levels map to its strength settings, and a failing engine falls back to our searcher",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.redis:
         raise SystemExit("kibitz worker: --redis URL (or KIBITZ_REDIS_URL) is required")
-    config = WorkerConfig(args.redis, args.name, args.lease_ms, args.max_jobs)
+    try:
+        engines = parse_engine_specs(args.engine)
+    except ValueError as exc:
+        raise SystemExit(f"kibitz worker: {exc}") from None
+    config = WorkerConfig(args.redis, args.name, args.lease_ms, args.max_jobs, engines)
     if args.concurrency <= 1:
         return run_worker(config)
     ctx = multiprocessing.get_context("spawn")
@@ -42,7 +54,11 @@ def run(args: argparse.Namespace) -> int:
             target=run_worker,
             args=(
                 WorkerConfig(
-                    args.redis, f"{args.name}{i}" if args.name else "", args.lease_ms, args.max_jobs
+                    args.redis,
+                    f"{args.name}{i}" if args.name else "",
+                    args.lease_ms,
+                    args.max_jobs,
+                    engines,
                 ),
             ),
         )

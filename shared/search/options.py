@@ -16,6 +16,7 @@ TECHNIQUES = (
     "extensions",
     "lmr",
     "futility",
+    "endgame",
 )
 
 
@@ -38,6 +39,9 @@ class SearchOptions:
     #: static value beats beta by the margin returns it (reverse futility), and one whose
     #: static value plus the margin cannot reach alpha skips its quiet moves.
     futility: bool = True
+    #: Exact endgames (``endgame.py``): the Othello solver at few empties, the Oware
+    #: endgame table when one is in the data directory (unbounded depth only).
+    endgame: bool = True
     #: log2 of the number of transposition-table slots.
     tt_size_log2: int = 18
     #: Search every root move with a full window, so each gets an exact score (used by the

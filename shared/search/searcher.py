@@ -20,11 +20,12 @@ owns the clock policy and can stream progress.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kibitz.shared.games.base import Game
+from kibitz.shared.search.endgame import root_result, tree_probe
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.evaluation.base import Evaluation
 from kibitz.shared.search.limits import SearchAborted, SearchLimits, now
@@ -152,6 +153,8 @@ class Searcher:
         #: at that depth (exact or a lower bound) in ``interrupted_score``.
         self.interrupted_best: Any = None
         self.interrupted_score = -INF
+        #: Exact scores from an endgame table, per node (None: no table applies).
+        self.probe: Callable[[Any, int], int | None] | None = None
 
     # -- driver --------------------------------------------------------------------------
     def iterate(self, state: Any, limits: SearchLimits | None = None) -> Iterator[DepthResult]:
@@ -167,6 +170,25 @@ class Searcher:
         self.orderer.promoting = []
         root_moves = self.orderer.order(state, root_moves, None, 0, game.to_move(state))
         self.root_promoting = self.orderer.promoting
+        if self.options.endgame:
+            solution, spent = root_result(
+                game, state, limits, start, self.node_limit - self.nodes,
+                self.options.all_root_scores, self,
+            )  # fmt: skip
+            self.nodes += spent
+            if solution is not None:
+                yield DepthResult(
+                    depth=solution.depth,
+                    move=solution.move,
+                    score=solution.score,
+                    pv=solution.pv,
+                    nodes=self.nodes,
+                    time_ms=max(0, int((now() - start) * 1000)),
+                    exact=True,
+                    root_scores=solution.root_scores,
+                )
+                return
+            self.probe = tree_probe(game, limits)
         score = 0
         history: list[int] = []
         unit = max(1, self.evaluation.unit)
@@ -298,6 +320,10 @@ class Searcher:
         if self.track_repetitions and key in self.path:
             self.cycles += 1  # a path-dependent draw is never stored as solved
             return 0
+        if self.probe is not None:
+            exact = self.probe(state, ply)
+            if exact is not None:
+                return exact
         if depth <= 0 or ply >= MAX_PLY - 1:
             if self.plain_leaves or ply >= MAX_PLY - 1:
                 # Hot path (most nodes are leaves): the cached static evaluation, inline.
