@@ -294,12 +294,7 @@ class RoomService:
         return True
 
     async def resign(self, msg: Resign) -> Room:
-        def decide(room: Room) -> Decision:
-            seat = rooms.seat_for_token(room, msg.token)
-            new, event = rooms.resign(room, seat, now_ms())
-            return new, event, self.state_of(room)
-
-        return await self._update(msg.room, decide)
+        return await self._by_seat(msg.room, msg.token, rooms.resign)
 
     async def offer(self, msg: Offer) -> Room:
         """A draw, takeback or rematch offer, acceptance or refusal. An agreed rematch
@@ -337,12 +332,19 @@ class RoomService:
         raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
 
     async def abort(self, msg: Abort) -> Room:
+        return await self._by_seat(msg.room, msg.token, rooms.abort)
+
+    async def _by_seat(
+        self, room_id: str, token: str, change: Callable[[Room, int, int], tuple[Room, Event]]
+    ) -> Room:
+        """A change made by the seat that holds ``token`` (``change(room, seat, now_ms)``)
+        that leaves the position as it is (resign, abort)."""
+
         def decide(room: Room) -> Decision:
-            seat = rooms.seat_for_token(room, msg.token)
-            new, event = rooms.abort(room, seat, now_ms())
+            new, event = change(room, rooms.seat_for_token(room, token), now_ms())
             return new, event, self.state_of(room)
 
-        return await self._update(msg.room, decide)
+        return await self._update(room_id, decide)
 
     async def claim(self, msg: Claim) -> Room:
         """A win (or draw) claimed because the opponent's player has been gone long enough

@@ -426,42 +426,45 @@ def compute(
         progress.game, progress.state = game, state
     started = time.monotonic()
     budget = job.budget
-    if engines:
-        played = engines.play(job, state, cancel, progress)
-        if played is not None:
-            return JobResult(
-                job_id=job.job_id,
-                room=job.room,
-                version=job.version,
-                move=played.move_text,
-                score=played.score,
-                depth=played.depth,
-                nodes=played.nodes,
-                time_ms=int((time.monotonic() - started) * 1000),
-                worker=worker,
-                engine=played.engine,
-            )
-        budget = budget_left(budget, int((time.monotonic() - started) * 1000))
-    found = choose_move(
-        game,
-        state,
-        level=job.level,
-        budget=budget,
-        seed=job.seed,
-        progress=progress,
-        cancel=cancel,
-    )
+    played = engines.play(job, state, cancel, progress) if engines else None
+    if played is not None:
+        move, score, depth, nodes, engine = (
+            played.move_text,
+            played.score,
+            played.depth,
+            played.nodes,
+            played.engine,
+        )
+    else:  # no engine for this game, or it failed: our searcher, with the time left
+        if engines:
+            budget = budget_left(budget, int((time.monotonic() - started) * 1000))
+        found = choose_move(
+            game,
+            state,
+            level=job.level,
+            budget=budget,
+            seed=job.seed,
+            progress=progress,
+            cancel=cancel,
+        )
+        move, score, depth, nodes, engine = (
+            found.move_text,
+            float(found.score),
+            found.depth,
+            found.nodes,
+            SEARCHER_ENGINE,
+        )
     return JobResult(
         job_id=job.job_id,
         room=job.room,
         version=job.version,
-        move=found.move_text,
-        score=float(found.score),
-        depth=found.depth,
-        nodes=found.nodes,
+        move=move,
+        score=score,
+        depth=depth,
+        nodes=nodes,
         time_ms=int((time.monotonic() - started) * 1000),
         worker=worker,
-        engine=SEARCHER_ENGINE,
+        engine=engine,
     )
 
 
