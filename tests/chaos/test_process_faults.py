@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from kibitz.server.results import CLAIM_IDLE_MS
+from kibitz.server.results import BLOCK_MS, CLAIM_IDLE_MS
 from kibitz.server.store import JOBS, RESULTS, SERVERS_GROUP, WORKERS_GROUP
 from kibitz.shared.search import budget_for_level
 from tests.chaos.harness import (
@@ -44,10 +44,14 @@ async def test_node_killed_with_ai_results_pending(make_cluster) -> None:
     a, b = cluster.nodes
     r = cluster.sync_redis()
     games = [
-        # Humans on B keep AI jobs coming while A is stopped.
-        await DrivenGame.start(cluster, "othello", b, opponent="ai:1", seed=401),
-        await DrivenGame.start(cluster, "othello", b, opponent="ai:1", seed=402, seat=1),
-        await DrivenGame.start(cluster, "othello", b, opponent="ai:2", seed=403),
+        # Humans on B keep AI jobs coming while A is stopped; they think long enough (about
+        # 15 s a game) that results still flow if the first tries miss.
+        *[
+            await DrivenGame.start(
+                cluster, "othello", b, opponent=ai, seed=seed, seat=seat, think=(0.3, 0.6)
+            )
+            for ai, seed, seat in (("ai:1", 401, 0), ("ai:1", 402, 1), ("ai:2", 403, 0))
+        ],
         # Players on A must move to B when A dies.
         await DrivenGame.start(cluster, "othello", a, opponent="ai:1", seed=404),
         await DrivenGame.start(cluster, "othello", a, b, seed=405),
@@ -58,10 +62,15 @@ async def test_node_killed_with_ai_results_pending(make_cluster) -> None:
         return r.xpending_range(RESULTS, SERVERS_GROUP, "-", "+", 100, consumername=a.name)
 
     async def kill_a_with_results_pending() -> None:
-        for _attempt in range(15):
+        # A's blocked XREADGROUP gives up after BLOCK_MS, so each try lasts a little longer
+        # than that; tries go on while the games on B still make AI moves.
+        tries = 0
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up and any(g.in_progress() for g in games[:3]):
+            tries += 1
             t0 = time.time()
             a.server.process.send_signal(signal.SIGSTOP)
-            deadline = time.monotonic() + 1.5
+            deadline = time.monotonic() + BLOCK_MS / 1000 + 0.3
             pending: list[dict] = []
             while time.monotonic() < deadline and not pending:
                 await asyncio.sleep(0.02)
@@ -79,8 +88,11 @@ async def test_node_killed_with_ai_results_pending(make_cluster) -> None:
                 return
             a.server.process.send_signal(signal.SIGCONT)
             cluster.fault_window(t0, time.time())
-            await asyncio.sleep(0.7)
-        raise ChaosError("could not catch AI results pending on node A (15 attempts)")
+            await asyncio.sleep(0.3)
+        raise ChaosError(
+            f"could not catch AI results pending on node A ({tries} tries; games on B "
+            f"live: {[g.in_progress() for g in games[:3]]})"
+        )
 
     problems = await play_all(games, timeout=100, fault=kill_a_with_results_pending)
     results = caught["results"]
