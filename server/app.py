@@ -39,7 +39,6 @@ from kibitz.server.clocks import FIRST_MOVE_MS
 from kibitz.server.deadlines import DeadlineSweeper
 from kibitz.server.fairness import WAITING
 from kibitz.server.hub import Connection, Hub
-from kibitz.server.lag import PING_CHECK_S, PING_INTERVAL_S, LagTracker
 from kibitz.server.limits import (
     AddressLimiter,
     LimitExceeded,
@@ -535,20 +534,19 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
                 break
             if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 session.received_ms = session.service.clock_ms()
-                conn.idle.clear()
+                conn.begin_request()
                 try:
                     if not await session.on_frame(frame.data):
                         break
                 finally:
-                    conn.idle.set()
+                    conn.end_request()
             elif frame.type == WSMsgType.PING:
                 await ws.pong(frame.data)
-            elif frame.type == WSMsgType.PONG:
-                session.lag.on_pong(frame.data)
+            elif frame.type == WSMsgType.PONG and conn.lag is not None:
+                conn.lag.on_pong(frame.data)
             elif frame.type == WSMsgType.ERROR:
                 break
     finally:
-        session.pinger.cancel()
         app[METRICS_KEY].connections.dec()
         try:
             await app[SEEKS_KEY].closed(session)  # its seeks go with it
@@ -562,7 +560,8 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
         finally:
             if not ws.closed:
                 await conn.close(session.close_code, session.close_reason)
-            conn.writer.cancel()
+            if conn.writer is not None:
+                conn.writer.cancel()
     return ws
 
 
@@ -585,12 +584,10 @@ class Session:
         self.tokens = RATE_BURST
         self.refilled = time.monotonic()
         self.paced_since: float | None = None  # since when messages wait for the rate
-        #: The connection's round trips (server/lag.py), measured while it holds a seat,
-        #: and when its frame being handled arrived (server clock ms): what a move's
-        #: clock counts to.
-        self.lag = LagTracker()
+        #: When the frame being handled arrived (server clock ms): what a move's clock
+        #: counts to. (The connection's lag is ``conn.lag``, measured by the hub's pings
+        #: while it holds a seat.)
         self.received_ms = self.service.clock_ms()
-        self.pinger = asyncio.create_task(self._ping_loop())
         self.chat_rate = ChatRate()
         self.id = uuid.uuid4().hex  # names this connection to other nodes (seeks)
 
@@ -659,7 +656,7 @@ class Session:
         elif isinstance(message, Resume):
             await self._resume(message)
         elif isinstance(message, PlayMove):
-            await self._answer(await service.move(message, self.lag.estimate_ms, self.received_ms))
+            await self._answer(await service.move(message, self._lag_ms(), self.received_ms))
             self.metrics.moves.inc()
         elif isinstance(message, Resign):
             await self._answer(await service.resign(message))
@@ -832,22 +829,9 @@ class Session:
             return False
         return True
 
-    async def _ping_loop(self) -> None:
-        """Ping the client every PING_INTERVAL_S while this connection holds a seat (the
-        first ping as soon as it takes one), so its lag is known when it moves (a
-        WebSocket ping frame: clients answer on their own; see server/lag.py)."""
-        last = float("-inf")
-        while not self.conn.ws.closed:
-            now = time.monotonic()
-            if now - last >= PING_INTERVAL_S and any(
-                seat is not None for seat in self.conn.rooms.values()
-            ):
-                last = now
-                try:
-                    await self.conn.ws.ping(self.lag.ping_payload())
-                except (ConnectionError, RuntimeError):
-                    return
-            await asyncio.sleep(PING_CHECK_S)
+    def _lag_ms(self) -> int:
+        lag = self.conn.lag
+        return lag.estimate_ms if lag is not None else 0
 
     def _error(self, code: str, text: str, rid: str | int | None = None) -> None:
         self.metrics.errors.labels(code).inc()

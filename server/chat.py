@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import time
 import unicodedata
-from collections import deque
 from typing import Any, Literal
 
 import redis.asyncio as aioredis
@@ -67,12 +66,12 @@ class ChatRate:
     """The per-connection limit: at most RATE_LINES lines in any RATE_WINDOW_S."""
 
     def __init__(self) -> None:
-        self.sent: deque[float] = deque()
+        self.sent: list[float] = []  # at most RATE_LINES (a list: lighter than a deque)
 
     def take(self, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
         while self.sent and now - self.sent[0] >= RATE_WINDOW_S:
-            self.sent.popleft()
+            del self.sent[0]
         if len(self.sent) >= RATE_LINES:
             wait = RATE_WINDOW_S - (now - self.sent[0])
             raise ProtocolError(

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from redis.asyncio.client import PubSub
 
 from kibitz.server.background import raise_if_stopping, stop_tasks
+from kibitz.server.lag import PING_CHECK_S, PING_INTERVAL_S, LagTracker
 from kibitz.server.service import RoomService
 from kibitz.server.store import NODE_DIED, PREFIX, channel
 from kibitz.shared import fastjson
@@ -43,6 +45,8 @@ MAX_BEHIND_S = 10.0
 #: the replies to a burst of requests go out at the pace the client reads them.
 SOFT_QUEUED_BYTES = 256 * 1024
 CLOSE_SLOW = 1013  # "try again later"
+#: A seated client with more than this waiting in its socket is not pinged this round.
+PING_BACKLOG_BYTES = 16 * 1024
 ROOM_CHANNEL = PREFIX + "room:"  # a room's channel is this and its id
 PROBE_S = 1.0  # how often the listener's liveness probe is published
 STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
@@ -68,17 +72,53 @@ class StateFrames:
     def __init__(self, snapshot: dict[str, Any]) -> None:
         self.snapshot = snapshot
         self._frames: dict[tuple[int | None, Codec], bytes] = {}
+        self._wire: dict[tuple[int | None, Codec], bytes] = {}
 
     def frame(self, you: int | None, codec: Codec) -> bytes:
+        """The message's bytes in ``codec`` for a viewer in seat ``you``."""
         key = (you, codec)
         frame = self._frames.get(key)
         if frame is None:
             frame = self._frames[key] = encode_bytes({**self.snapshot, "you": you}, codec)
         return frame
 
+    def wire(self, you: int | None, codec: Codec) -> bytes:
+        """The same as a whole WebSocket frame, ready for the socket."""
+        key = (you, codec)
+        wire = self._wire.get(key)
+        if wire is None:
+            wire = self._wire[key] = ws_frame(self.frame(you, codec), opcode_for(codec))
+        return wire
+
+
+def opcode_for(codec: Codec) -> WSMsgType:
+    return WSMsgType.BINARY if codec == "msgpack" else WSMsgType.TEXT
+
+
+def ws_frame(payload: bytes, opcode: int) -> bytes:
+    """One whole server-to-client WebSocket frame: final, unmasked, uncompressed (RFC 6455
+    section 5.2). Built once, the same bytes go to every follower of a room."""
+    first = 0x80 | opcode
+    size = len(payload)
+    if size < 126:
+        header = struct.pack("!BB", first, size)
+    elif size < 1 << 16:
+        header = struct.pack("!BBH", first, 126, size)
+    else:
+        header = struct.pack("!BBQ", first, 127, size)
+    return header + payload
+
 
 class Connection:
-    """One WebSocket client: its codec, send queue and the rooms it follows."""
+    """One WebSocket client: its codec, how frames reach it and the rooms it follows.
+
+    Without compression (the default) frames are written straight to the socket's
+    transport, whose buffer is the send queue: a room's frame is built once and the same
+    bytes are handed to every follower, with no task or copy per connection. With
+    per-message deflate negotiated, frames go through a queue and aiohttp's writer (it
+    compresses per connection). Either way the bounds are the same: a client with more
+    than MAX_QUEUED_BYTES waiting, or behind for more than MAX_BEHIND_S, is dropped.
+    """
 
     def __init__(
         self,
@@ -89,33 +129,64 @@ class Connection:
         self.ws = ws
         self.transport = transport
         self.codec = codec
-        self.opcode = WSMsgType.BINARY if codec == "msgpack" else WSMsgType.TEXT
+        self.opcode = opcode_for(codec)
+        #: The transport frames are written to directly (None: through aiohttp's writer).
+        self.direct: asyncio.WriteTransport | None = (
+            transport if isinstance(transport, asyncio.WriteTransport) and not ws.compress else None
+        )
+        #: Since when the direct transport has had bytes waiting, as last seen.
+        self._behind_since: float | None = None
         #: Frames not yet written, each with the time it was queued; the head is the one
-        #: being written (it leaves once the socket has taken it).
-        self._frames: deque[tuple[bytes, float]] = deque()
+        #: being written (it leaves once the socket has taken it). A list, not a deque:
+        #: most connections hold none, and an empty deque costs 600 bytes.
+        self._frames: list[tuple[bytes, float]] = []
         self.queued_bytes = 0
-        self._wakeup = asyncio.Event()
-        self._drained = asyncio.Event()  # set while queued_bytes <= SOFT_QUEUED_BYTES
-        self._drained.set()
-        self._finish = False  # the writer returns once the queue is empty
+        #: Writes the queue out and ends when it is empty (an idle connection has none).
+        self.writer: asyncio.Task[None] | None = None
+        #: The session's reader waiting for the queue to drain below SOFT_QUEUED_BYTES.
+        self._drain_waiter: asyncio.Future[None] | None = None
         self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
         self.last_version: dict[str, int] = {}
         self.closing = False
         self.close_task: asyncio.Future[None] | None = None  # a close under way (abort)
-        #: Set while no request of this client is being handled (a draining node closes
+        #: True while a request of this client is being handled (a draining node closes
         #: the socket only once the request under way, its commit and reply, is done).
-        self.idle = asyncio.Event()
-        self.idle.set()
-        self.writer = asyncio.create_task(self._write())
+        self.busy = False
+        self._idle_waiter: asyncio.Future[None] | None = None
+        #: Round trips of the server's pings, kept while the connection holds a seat.
+        self.lag: LagTracker | None = None
+
+    @property
+    def seated(self) -> bool:
+        return any(seat is not None for seat in self.rooms.values())
+
+    def begin_request(self) -> None:
+        self.busy = True
+
+    def end_request(self) -> None:
+        self.busy = False
+        _release(self._idle_waiter)
+
+    async def wait_idle(self) -> None:
+        """Return once no request of this client is being handled."""
+        while self.busy:
+            self._idle_waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._idle_waiter
+            finally:
+                self._idle_waiter = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Encode and queue a message for this client alone; never blocks."""
         self.send_frame(encode_bytes(message, self.codec))
 
     def send_frame(self, frame: bytes) -> None:
-        """Queue a frame already encoded in this client's codec; never blocks. Drops the
+        """Queue a message already encoded in this client's codec; never blocks. Drops the
         client if it is too slow: more than MAX_QUEUED_BYTES waiting, or a frame waiting
         more than MAX_BEHIND_S for the socket."""
+        if self.direct is not None:
+            self._write_direct(ws_frame(frame, self.opcode))
+            return
         if self.closing or self.ws.closed:
             return
         now = time.monotonic()
@@ -132,23 +203,68 @@ class Connection:
             return
         self._frames.append((frame, now))
         self.queued_bytes += len(frame)
-        if self.queued_bytes > SOFT_QUEUED_BYTES:
-            self._drained.clear()
-        self._wakeup.set()
+        if self.writer is None:
+            self.writer = asyncio.create_task(self._write())
+
+    def _write_direct(self, wire: bytes) -> None:
+        transport = self.direct
+        assert transport is not None
+        if self.closing or self.ws.closed or transport.is_closing():
+            return
+        now = time.monotonic()
+        waiting = transport.get_write_buffer_size()
+        if waiting == 0:
+            self._behind_since = None
+        behind = now - self._behind_since if self._behind_since is not None else 0.0
+        if behind > MAX_BEHIND_S or waiting + len(wire) > MAX_QUEUED_BYTES:
+            log.warning("dropping a slow client (%d bytes queued, %.1f s behind)",
+                        waiting, behind)  # fmt: skip
+            self.abort(CLOSE_SLOW, b"too slow")
+            return
+        transport.write(wire)
+        if self._behind_since is None and transport.get_write_buffer_size():
+            self._behind_since = now
+
+    @property
+    def waiting_bytes(self) -> int:
+        """Bytes queued for this client and not yet taken by its socket."""
+        if self.direct is not None:
+            return self.direct.get_write_buffer_size()
+        return self.queued_bytes
 
     async def drained(self) -> bool:
         """Wait until no more than SOFT_QUEUED_BYTES wait to be sent (the session calls
         this before reading the client's next request). False, with the client dropped,
         if it has not read enough within MAX_BEHIND_S."""
-        if self._drained.is_set():
+        if self.waiting_bytes <= SOFT_QUEUED_BYTES:
             return True
+        if self.direct is not None:
+            return await self._direct_drained()
+        if self.closing:
+            return False
+        self._drain_waiter = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(self._drained.wait(), timeout=MAX_BEHIND_S)
+            await asyncio.wait_for(self._drain_waiter, timeout=MAX_BEHIND_S)
         except TimeoutError:
             log.warning("dropping a client that stopped reading (%d bytes queued)",
                         self.queued_bytes)  # fmt: skip
             self.abort(CLOSE_SLOW, b"too slow")
             return False
+        finally:
+            self._drain_waiter = None
+        return not self.closing
+
+    async def _direct_drained(self) -> bool:
+        # The transport has no "drained" callback of its own to wait on (aiohttp's
+        # protocol owns it): look every 10 ms while a client is this far behind (rare).
+        deadline = time.monotonic() + MAX_BEHIND_S
+        while self.waiting_bytes > SOFT_QUEUED_BYTES and not self.closing:
+            if time.monotonic() > deadline:
+                log.warning("dropping a client that stopped reading (%d bytes queued)",
+                            self.waiting_bytes)  # fmt: skip
+                self.abort(CLOSE_SLOW, b"too slow")
+                return False
+            await asyncio.sleep(0.01)
         return not self.closing
 
     def send_state(
@@ -170,7 +286,10 @@ class Connection:
         ):
             return
         self.last_version[room_id] = version
-        self.send_frame(frames.frame(self.rooms.get(room_id), self.codec))
+        if self.direct is not None:
+            self._write_direct(frames.wire(self.rooms.get(room_id), self.codec))
+        else:
+            self.send_frame(frames.frame(self.rooms.get(room_id), self.codec))
 
     async def close(self, code: int = WSCloseCode.OK, message: bytes = b"") -> None:
         """Flush what is queued (briefly), then close with ``code``."""
@@ -180,12 +299,11 @@ class Connection:
                     await asyncio.shield(self.close_task)
             return
         self.closing = True
-        self._finish = True
-        self._wakeup.set()
-        if not self.writer.done():
+        writer = self.writer
+        if writer is not None:  # flush what is queued, briefly
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self.writer), timeout=1.0)
-        self.writer.cancel()
+                await asyncio.wait_for(asyncio.shield(writer), timeout=1.0)
+            writer.cancel()
         await self._close_socket(code, message)
 
     def abort(self, code: int, message: bytes) -> None:
@@ -193,8 +311,9 @@ class Connection:
         if self.closing:
             return
         self.closing = True
-        self.writer.cancel()
-        self._drained.set()  # a reader waiting for the queue to drain stops waiting
+        if self.writer is not None:
+            self.writer.cancel()
+        _release(self._drain_waiter)  # a reader waiting for the queue to drain stops waiting
         self.close_task = asyncio.ensure_future(self._close_socket(code, message))
 
     async def _close_socket(self, code: int, message: bytes) -> None:
@@ -208,24 +327,28 @@ class Connection:
 
     async def _write(self) -> None:
         try:
-            while True:
-                while not self._frames:
-                    if self._finish:
-                        return
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
+            while self._frames:
                 frame = self._frames[0][0]
                 await self.ws.send_frame(frame, self.opcode)
-                self._frames.popleft()
+                del self._frames[0]
                 self.queued_bytes -= len(frame)
                 if self.queued_bytes <= SOFT_QUEUED_BYTES:
-                    self._drained.set()
+                    _release(self._drain_waiter)
         except (ConnectionError, RuntimeError, asyncio.CancelledError):
             return
         except Exception:
             log.exception("could not send to a client; closing it")
             self.closing = False
             self.abort(WSCloseCode.INTERNAL_ERROR, b"internal error")
+        finally:
+            # The queue is empty (or the connection is done): the next frame starts a
+            # new writer. No await separates the emptiness check from this.
+            self.writer = None
+
+
+def _release(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 class Hub:
@@ -257,6 +380,8 @@ class Hub:
         self.probe_channel = f"{PREFIX}probe:{node}"
         self.followers: dict[str, set[Connection]] = {}
         self.connections: set[Connection] = set()
+        #: Connections holding a seat somewhere: the ones whose lag is measured.
+        self.seated: set[Connection] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()
         self._subscribed = False
@@ -303,6 +428,7 @@ class Hub:
             asyncio.create_task(self._listen()),
             asyncio.create_task(self._probe()),
             asyncio.create_task(self._unsubscriber()),
+            asyncio.create_task(self._ping_seated()),
         ]
         await asyncio.wait_for(self._ready.wait(), timeout=10)
 
@@ -321,7 +447,7 @@ class Hub:
 
     async def _close_when_idle(self, conn: Connection, deadline: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(conn.idle.wait(), max(0.0, deadline - time.monotonic()))
+            await asyncio.wait_for(conn.wait_idle(), max(0.0, deadline - time.monotonic()))
         await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
 
     async def stop(self) -> None:
@@ -385,6 +511,12 @@ class Hub:
             if previous is None or seat is None:
                 self.spectators_changed(room_id)
         conn.rooms[room_id] = seat
+        if seat is not None:
+            if conn.lag is None:
+                conn.lag = LagTracker()
+            self.seated.add(conn)
+        elif not conn.seated:
+            self.seated.discard(conn)
         self.followers.setdefault(room_id, set()).add(conn)
         await self._subscribe_room(room_id)
         return changed
@@ -399,6 +531,32 @@ class Hub:
         if seat is None:
             self.spectators_changed(room_id)
         return seat is not None
+
+    async def _ping_seated(self) -> None:
+        """Ping each connection that holds a seat every PING_INTERVAL_S, the first time
+        within PING_CHECK_S of taking it, so its lag is known when it moves (server/lag.py).
+        One loop for the node: a spectator costs nothing. A client whose socket has a
+        backlog is skipped (the ping would wait for it; its lag is not what is slow)."""
+        while True:
+            now = time.monotonic()
+            for conn in list(self.seated):
+                lag = conn.lag
+                transport = conn.transport
+                if (
+                    lag is None
+                    or conn.closing
+                    or conn.ws.closed
+                    or now - lag.last_sent < PING_INTERVAL_S
+                    or not isinstance(transport, asyncio.WriteTransport)
+                    or transport.get_write_buffer_size() > PING_BACKLOG_BYTES
+                ):
+                    continue
+                try:
+                    async with asyncio.timeout(PING_INTERVAL_S):
+                        await conn.ws.ping(lag.ping_payload(now))
+                except (ConnectionError, RuntimeError, TimeoutError):
+                    continue
+            await asyncio.sleep(PING_CHECK_S)
 
     def _on_node_died(self, node: str) -> None:
         """Another node died: its players are gone, and nobody else will say so. Tell the
@@ -451,6 +609,8 @@ class Hub:
     def _drop(self, conn: Connection, room_id: str) -> None:
         conn.rooms.pop(room_id, None)
         conn.last_version.pop(room_id, None)
+        if not conn.seated:
+            self.seated.discard(conn)
         followers = self.followers.get(room_id)
         if followers is not None:
             followers.discard(conn)

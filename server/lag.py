@@ -33,12 +33,13 @@ class LagTracker:
         self._sent: OrderedDict[int, float] = OrderedDict()
         self._next = 1
         self.rtts: deque[float] = deque(maxlen=samples)
+        self.last_sent = float("-inf")  # when the last ping went (monotonic s)
 
     def ping_payload(self, now: float | None = None) -> bytes:
         """The payload of the next ping frame (remembered as sent ``now``, monotonic s)."""
         seq = self._next
         self._next += 1
-        self._sent[seq] = time.monotonic() if now is None else now
+        self._sent[seq] = self.last_sent = time.monotonic() if now is None else now
         while len(self._sent) > MAX_OUTSTANDING:
             self._sent.popitem(last=False)
         return struct.pack("!Q", seq)
