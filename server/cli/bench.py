@@ -11,7 +11,17 @@ import argparse
 
 from kibitz.server.cli import register_modules
 
-BENCHMARKS = ("perft", "search", "load", "faults", "recovery", "archive", "clocks")
+BENCHMARKS = (
+    "perft",
+    "search",
+    "load",
+    "faults",
+    "recovery",
+    "archive",
+    "clocks",
+    "analysis",
+    "workers",
+)
 _PACKAGE = "kibitz.benchmarks"
 
 
