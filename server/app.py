@@ -30,7 +30,9 @@ from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 
-from kibitz.server import games_api
+from kibitz.server import analysis, games_api
+from kibitz.server import room as rooms
+from kibitz.server.analysis import AnalysisCollector
 from kibitz.server.archive import Archive, display_url
 from kibitz.server.archiver import Archiver, Lifetimes
 from kibitz.server.background import raise_if_stopping, stop_tasks
@@ -88,6 +90,7 @@ from kibitz.shared.protocol import (
     seat_message,
     welcome_message,
 )
+from kibitz.shared.search.strength import catalog_levels
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +257,7 @@ def create_app(
             asyncio.create_task(archiver.run()),
             asyncio.create_task(seeks.run()),
             asyncio.create_task(DeadlineSweeper(service).run()),
+            asyncio.create_task(AnalysisCollector(redis, archive, app[NODE_KEY]).run()),
         ]
 
     async def drain(app: web.Application) -> None:
@@ -361,6 +365,7 @@ async def api_games(request: web.Request) -> web.Response:
                 "title": g.title,
                 "players": list(g.players),
                 "options": {s.name: s.describe() for s in g.option_specs},
+                "levels": catalog_levels(g.name),
             }
             for g in available_games()
         ]
@@ -428,7 +433,7 @@ async def api_record(request: web.Request) -> web.Response:
         "display": [m.display for m in room.moves],
         "created_ms": room.created_ms,
         "updated_ms": room.updated_ms,
-        "events": await service.store.events_since(room.id, -1),
+        "events": rooms.hide_lines(await service.store.events_since(room.id, -1), room.status),
     }
     if game.record_format:
         headers = {"Event": f"kibitz room {room.id}", "Site": "kibitz"}
@@ -465,6 +470,11 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
     out["jobs"]["queued"] = await redis.hlen(WAITING)
     # Finished games not yet in the database (each leaves once an archiver has written it).
     out["archive"] = {"backlog": await redis.xlen(ARCHIVE)}
+    # Game analyses under way and their position jobs not yet done (server/analysis.py).
+    out["analysis"] = {
+        "active": await redis.zcard(analysis.ACTIVE),
+        "jobs": await redis.xlen(analysis.JOBS),
+    }
     out["live_rooms"] = await redis.zcard(LIVE)
     return out
 
@@ -742,11 +752,15 @@ class Session:
         snap = await self.service.snapshot(room)
         event: dict[str, Any] = {"kind": "resync"}
         if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
-            event["missed"] = await self.service.store.events_since(room_id, since)
+            event["missed"] = rooms.hide_lines(
+                await self.service.store.events_since(room_id, since), room.status
+            )
         elif since is not None and room.version - since > RESUME_REPLAY:
             # Too far back to list it all: the last RESUME_REPLAY versions, and from where.
             start = room.version - RESUME_REPLAY
-            event["missed"] = await self.service.store.events_since(room_id, start)
+            event["missed"] = rooms.hide_lines(
+                await self.service.store.events_since(room_id, start), room.status
+            )
             event["missed_from"] = start
         snap["event"] = event
         self.conn.send_state(room.id, snap)

@@ -10,7 +10,9 @@ brought to the newest revision when the archive is opened.
   the same game twice leaves one row);
 - ``get(id)``: the record, or None;
 - ``list(player=, game=, limit=, before=)``: newest first, one page and an opaque
-  cursor for the next one.
+  cursor for the next one;
+- ``save_analysis(analysis)`` / ``get_analysis(id)`` / ``delete_analysis(id)``: a game's
+  analysis (``server/analysis.py``), one row per game in the table ``analyses``.
 
 URLs: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB`` are turned into their asyncio
 drivers (aiosqlite, asyncpg); URLs that already name a driver are taken as they are.
@@ -60,6 +62,18 @@ games = sa.Table(
     sa.Index("games_by_game", "game", "ended_ms", "id"),
     sa.Index("games_by_player0", "player0", "ended_ms", "id"),
     sa.Index("games_by_player1", "player1", "ended_ms", "id"),
+)
+
+
+#: A finished game's analysis (migration 0002): the evaluations of its positions, its
+#: moves judged and the players' accuracy, as JSON, keyed by the game's id.
+analyses = sa.Table(
+    "analyses",
+    metadata,
+    sa.Column("game_id", sa.String(32), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("finished_ms", sa.BigInteger, nullable=False),
+    sa.Column("analysis", sa.JSON, nullable=False),
 )
 
 
@@ -199,6 +213,36 @@ class Archive:
         )
         async with self.engine.begin() as conn:
             await conn.execute(statement)
+
+    async def save_analysis(self, analysis: dict[str, Any]) -> None:
+        """Store a game's analysis (a dict from ``analysis.finished_analysis``), replacing
+        any earlier one of the same game."""
+        row = {
+            "game_id": str(analysis["id"]),
+            "status": str(analysis["status"]),
+            "finished_ms": int(analysis["finished_ms"]),
+            "analysis": analysis,
+        }
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        statement = insert(analyses).values(**row)
+        statement = statement.on_conflict_do_update(
+            index_elements=[analyses.c.game_id],
+            set_={name: statement.excluded[name] for name in row if name != "game_id"},
+        )
+        async with self.engine.begin() as conn:
+            await conn.execute(statement)
+
+    async def get_analysis(self, game_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            row = await conn.execute(
+                sa.select(analyses.c.analysis).where(analyses.c.game_id == game_id)
+            )
+            analysis = row.scalar_one_or_none()
+        return dict(analysis) if analysis is not None else None
+
+    async def delete_analysis(self, game_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.delete(analyses).where(analyses.c.game_id == game_id))
 
     async def get(self, game_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:

@@ -8,6 +8,10 @@ database, :class:`kibitz.server.archive.Archive`). The record's shape is in docs
 ``GET /api/games`` without parameters still answers the catalogue of game kinds (as it did
 before games were archived); with any of ``player``, ``game``, ``limit`` or ``before`` it
 lists played games, newest first, a page at a time.
+
+``POST /api/games/{id}/analysis`` asks the worker pool to analyse a finished game and
+``GET /api/games/{id}/analysis`` reads the analysis, under way or stored
+(:mod:`kibitz.server.analysis`).
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any
 
 from aiohttp import web
 
+from kibitz.server import analysis, export
 from kibitz.server import app as server_app
-from kibitz.server import export
 from kibitz.server.archive import ArchiveError
+from kibitz.server.limits import client_address
 from kibitz.server.records import record_of
 from kibitz.server.room import RoomError
 from kibitz.shared.games import available_games, find_game
@@ -37,6 +42,8 @@ def register(app: web.Application) -> None:
     app.router.add_get("/api/games/{id}", get_game)
     app.router.add_get("/api/games/{id}/export", export_game)
     app.router.add_get("/api/games/{id}/positions", game_positions)
+    app.router.add_post("/api/games/{id}/analysis", start_analysis)
+    app.router.add_get("/api/games/{id}/analysis", get_analysis)
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
@@ -117,6 +124,68 @@ async def game_positions(request: web.Request) -> web.Response:
     return web.json_response(
         {"id": record["id"], "formats": export.formats_for(record["game"]), "positions": positions}
     )
+
+
+# -- analysis ----------------------------------------------------------------------------------
+
+
+async def start_analysis(request: web.Request) -> web.Response:
+    """Queue an analysis of a finished game: 202 with its status when queued now, 200 with
+    its status when one is queued, running or done already (nothing more is queued); 404
+    for an unknown game, 409 for a game not over or too long, 429 when too many analyses
+    are under way (in all, or asked for from this address)."""
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    game_id = record["id"]
+    if record["status"] != "over":
+        return _error(409, "analysis/not_finished", "only a finished game can be analysed")
+    if len(record["moves"]) + 1 > analysis.MAX_POSITIONS:
+        return _error(
+            409,
+            "analysis/too_long",
+            f"games of up to {analysis.MAX_POSITIONS - 1} plies can be analysed",
+        )
+    archive = request.app[server_app.ARCHIVE_KEY]
+    stored = await archive.get_analysis(game_id)
+    if stored is not None and stored.get("status") == "done":
+        return web.json_response(stored)
+    queue = analysis.AnalysisQueue(request.app[server_app.REDIS_KEY])
+    address = client_address(request, request.app[server_app.LIMITS_KEY].trusted_proxies)
+    outcome = await queue.start(record, address)
+    if outcome == analysis.StartOutcome.BUSY:
+        return _error(429, "analysis/busy", "too many analyses under way; try again later")
+    if outcome == analysis.StartOutcome.LIMITED:
+        return _error(
+            429,
+            "analysis/limit",
+            f"at most {analysis.MAX_PER_ADDRESS} analyses under way per address; "
+            "try again when one is done",
+        )
+    if outcome == analysis.StartOutcome.STARTED and stored is not None:
+        await archive.delete_analysis(game_id)  # a failed one, done again now
+    status = await queue.status(game_id)
+    if status is None:  # stored between our two reads
+        stored = await archive.get_analysis(game_id)
+        return web.json_response(stored) if stored else _error(503, "analysis/retry", "try again")
+    return web.json_response(
+        status, status=202 if outcome == analysis.StartOutcome.STARTED else 200
+    )
+
+
+async def get_analysis(request: web.Request) -> web.Response:
+    """A game's analysis: stored (``done`` or ``failed``) or under way (``queued`` or
+    ``running``, with the evaluations in so far); 404 when there is none."""
+    game_id = request.match_info["id"]
+    stored = await request.app[server_app.ARCHIVE_KEY].get_analysis(game_id)
+    if stored is not None:
+        return web.json_response(stored)
+    status = await analysis.AnalysisQueue(request.app[server_app.REDIS_KEY]).status(game_id)
+    if status is not None:
+        return web.json_response(status)
+    if await load_record(request, game_id) is None:
+        return _error(404, "game/not_found", f"no game with id {game_id!r}")
+    return _error(404, "analysis/not_found", f"game {game_id!r} has not been analysed")
 
 
 # -- the list of games -------------------------------------------------------------------------

@@ -3,13 +3,21 @@ API serves. Pure: a room record and its event stream in, a plain dict out.
 
 ```
 {"id", "game", "options", "start",                      # start: start position text
- "players": [{"seat", "name", "kind", "level", "player"}, ...],   # one per seat
+ "players": [{"seat", "name", "kind", "level", "player", "engine"}, ...],  # one per seat
  "time_control": None | {"initial_ms", "increment_ms"} | {"days_per_move"},
- "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": [a, b] | None}, ...],
+ "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": [a, b] | None,
+            "pv": [...]}, ...],                       # pv: see below
  "result": {"winner": 0 | 1 | None, "reason": str} | None,
  "status": "waiting" | "playing" | "over",
  "started_ms", "ended_ms" (None until over), "chat": []}
 ```
+
+``players[].engine``: on an AI seat, what played its last move (``"kibitz"``, our
+searcher, or a UCI engine's name), as the room's ``seats[].engine``; None on human seats,
+before the AI's first move, and in records archived before it was kept.
+
+``moves[].pv``: on an AI's move, the line it expected (its move first, as move texts),
+present only once the game is over (while it runs the line is a hint to the player).
 
 Times come from the room's event stream (each version's ``at``). The stream is capped
 (``store.EVENTS_KEPT``), so an event it no longer holds falls back to the room's own
@@ -31,10 +39,14 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
     move_times = [int(e["at"]) for e in move_events]
     # Each seat's time left after the move, in timed games (the move event carries it).
     move_clocks = [e.get("clocks_ms") for e in move_events]
+    # An AI's line with its move: a hint while the game runs, so only once it is over.
+    over = room.status == "over"
+    move_lines = [e.get("pv") if over else None for e in move_events]
     # The n-th move event is the n-th move; a stream trimmed at the front lost the first.
     missing = len(room.moves) - len(move_times)
     move_times = [room.updated_ms] * max(0, missing) + move_times[max(0, -missing) :]
     move_clocks = [None] * max(0, missing) + move_clocks[max(0, -missing) :]
+    move_lines = [None] * max(0, missing) + move_lines[max(0, -missing) :]
     joins = [int(e["at"]) for e in events if e.get("kind") == "joined"]
     ended_ms: int | None = None
     if room.status == "over":
@@ -52,6 +64,7 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
                 "kind": seat.kind,
                 "level": seat.level,
                 "player": getattr(seat, "player", None),
+                "engine": getattr(seat, "engine", None),
             }
             for index, seat in enumerate(room.seats)
         ],
@@ -63,8 +76,11 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
                 "seat": m.seat,
                 "at_ms": at,
                 "clocks_ms": list(clocks) if isinstance(clocks, list) else None,
+                **({"pv": list(line)} if isinstance(line, list) and line else {}),
             }
-            for m, at, clocks in zip(room.moves, move_times, move_clocks, strict=True)
+            for m, at, clocks, line in zip(
+                room.moves, move_times, move_clocks, move_lines, strict=True
+            )
         ],
         "result": dict(room.result) if room.result is not None else None,
         "status": room.status,

@@ -125,6 +125,9 @@ class Event:
     move: str | None = None
     room: str | None = None  # the new room of a "rematch"
     undone: int | None = None  # plies a "takeback" took back
+    #: On an AI's move: the line it expected, its move first. Kept in the room's event
+    #: stream; players are shown it only once the game is over (see ``hide_lines``).
+    pv: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k in _EVENT_FIELDS if (v := getattr(self, k)) is not None}
@@ -140,6 +143,14 @@ assert tuple(f.name for f in fields(MoveRecord)) == ("move", "display", "seat")
 def move_dict(move: MoveRecord) -> dict[str, Any]:
     """A move record as JSON values (``dataclasses.asdict`` of it, faster)."""
     return {"move": move.move, "display": move.display, "seat": move.seat}
+
+
+def hide_lines(events: list[dict[str, Any]], status: str) -> list[dict[str, Any]]:
+    """``events`` as players may see them: an AI's line (``pv``) is a hint while the game
+    runs, so it is left out until the game is over."""
+    if status == "over":
+        return events
+    return [{k: v for k, v in e.items() if k != "pv"} if "pv" in e else e for e in events]
 
 
 # -- tokens and ids -----------------------------------------------------------------------

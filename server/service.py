@@ -13,6 +13,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from kibitz.server import clocks
@@ -413,6 +414,7 @@ class RoomService:
                 new.ai_eval = result.score  # what the AI answers a draw offer from
                 if event.kind == "move":
                     rooms.record_engine(new, seat, result.engine)
+                    event = replace(event, pv=list(result.pv) or None)
                 committed = await self._try_commit(new, room.version, event, new_state)
                 return "applied" if committed else "ignored"
         return "fallback" if await self._play_fallback(room, seat, state) else "ignored"
@@ -483,7 +485,8 @@ class RoomService:
                 record["credit_ms"] = int(room.clock.get("last_credit_ms", 0))
         if room.status == "over" and not event.kind.startswith("rematch"):
             record["result"] = room.result  # the change ended the game (a rematch did not)
-        snap["event"] = record
+        # The event stream keeps the AI's line; the state shows it once the game is over.
+        snap["event"] = rooms.hide_lines([record], room.status)[0]
         budget, job_deadline = self._budget(room, state)
         job = rooms.ai_job(room, state, budget, job_deadline)
         await self.store.commit(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import msgpack
@@ -292,6 +292,8 @@ class Claim:
 
 
 MAX_CHAT = 300  # longest chat line, in characters
+MAX_PV = 16  # moves of an AI's line kept with its move
+MAX_MOVE_TEXT = 64  # longest move text in an AI's line
 MAX_NAME = 40  # longest display name in a chat line
 
 
@@ -657,6 +659,9 @@ class JobResult:
     worker: str = ""
     error: str | None = None
     engine: str = SEARCHER_ENGINE
+    #: The line the move starts, as move texts (the move first): a hint while the game
+    #: runs, so it is kept and shown to the players only once the game is over.
+    pv: list[str] = field(default_factory=list)
 
     def to_fields(self) -> StreamFields:
         return {"result": json.dumps(asdict(self), separators=(",", ":"))}
@@ -684,4 +689,8 @@ class JobResult:
             value = getattr(result, name)
             if not isinstance(value, types) or isinstance(value, bool):
                 raise ProtocolError("result/invalid", f"result field {name!r} has a bad type")
-        return result
+        if not isinstance(result.pv, list) or not all(
+            isinstance(m, str) and len(m) <= MAX_MOVE_TEXT for m in result.pv
+        ):
+            raise ProtocolError("result/invalid", "result field 'pv' has a bad type")
+        return replace(result, pv=result.pv[:MAX_PV])

@@ -24,7 +24,7 @@ import logging
 import shlex
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import chess
@@ -210,6 +210,12 @@ class EngineMove:
     nodes: int
     time_ms: int
     engine: str
+    pv: list[str] = field(default_factory=list)  # the engine's line, as UCI moves
+
+
+def _line(move: chess.Move, pv: list[chess.Move]) -> list[str]:
+    """The engine's line as UCI moves, starting with the move it played."""
+    return [m.uci() for m in pv] if pv and pv[0] == move else [move.uci()]
 
 
 class EngineStep(NamedTuple):
@@ -343,6 +349,7 @@ class UciEngine:
             nodes=int(info.get("nodes", 0)),
             time_ms=int((time.monotonic() - started) * 1000),
             engine=self.name,
+            pv=_line(move, info.get("pv", [])),
         )
 
     @staticmethod

@@ -17,6 +17,13 @@ posted) when the fair queue has a newcomer waiting for a worker. Jobs reach the 
 through the fair queue (``server/fairness.py``); each worker counts itself in the
 dispatch window with its heartbeat and admits the next jobs after each job and in each
 idle round.
+
+Analysis jobs (``server/analysis.py``) come on a stream of their own,
+``kibitz:analysis:jobs``, read through the same group: a worker takes one only when the
+live stream has nothing for it, searches it for a short fixed budget, and writes the
+evaluation straight into the analysis's Redis hash. Live moves therefore always go first:
+while an analysis search runs, :class:`LiveJobWatch` cuts it short as soon as a live job
+waits in the stream.
 """
 
 from __future__ import annotations
@@ -36,9 +43,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
+from kibitz.server import analysis
 from kibitz.server.fairness import YIELD_AFTER_MS, FairQueue, owner_lane
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
+    MAX_PV,
     SEARCHER_ENGINE,
     Budget,
     Job,
@@ -67,6 +76,7 @@ RESULTS_KEPT = 100_000
 MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
 CLOCK_MARGIN_MS = 40  # kept from a timed job's think time for the trip back to the room
 MIN_SEARCH_MS = 20  # a timed job with less than this left searches one ply
+ANALYSIS_WATCH_S = 0.02  # how often an analysis search looks for a waiting live job
 
 
 def room_key(room_id: str) -> str:
@@ -102,6 +112,9 @@ class Worker:
         self.dropped = 0  # jobs whose room moved on: no result posted
         self.hurried = 0  # searches cut short to free the worker for a waiting game
         self._claim_cursor = "0-0"
+        self._analysis_cursor = "0-0"
+        self.analysed = 0  # analysis jobs done (also counted in ``done``)
+        self._write_eval = self.redis.register_script(analysis.WRITE_SCRIPT)
         self.engines = EnginePool(config.engines)  # UCI engines serving some games' jobs
 
     def run(self) -> int:
@@ -117,7 +130,16 @@ class Worker:
             try:
                 self._heartbeat()
                 self.fair.dispatch()  # after each job and each idle round: admission never stalls
-                entry = self._reclaim() or self._read()
+                # Live jobs first; an analysis job only when none is there.
+                entry = self._reclaim() or self._read(block_ms=None)
+                if entry is not None:
+                    self._process(*entry)
+                    continue
+                work = self._next_analysis()
+                if work is not None:
+                    self._analyse(*work)
+                    continue
+                entry = self._read()
                 if entry is not None:
                     self._process(*entry)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -139,11 +161,12 @@ class Worker:
         self.stopping = True
 
     def _ensure_group(self) -> None:
-        try:
-            self.redis.xgroup_create(JOBS, GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        for stream in (JOBS, analysis.JOBS):
+            try:
+                self.redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
+            except redis.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
 
     def _heartbeat(self) -> None:
         key = PREFIX + "workers:" + self.name
@@ -152,6 +175,7 @@ class Worker:
             "done": self.done,
             "dropped": self.dropped,
             "hurried": self.hurried,
+            "analysed": self.analysed,
         }
         self.redis.hset(key, mapping={**beat, "at": int(time.time())})
         self.redis.expire(key, HEARTBEAT_TTL_S)
@@ -172,15 +196,71 @@ class Worker:
             return entry_id, fields
         return None
 
-    def _read(self) -> tuple[str, dict[str, str]] | None:
-        batches: Any = self.redis.xreadgroup(GROUP, self.name, {JOBS: ">"}, count=1, block=BLOCK_MS)
+    def _read(self, block_ms: int | None = BLOCK_MS) -> tuple[str, dict[str, str]] | None:
+        """The next live job; ``block_ms`` None: do not wait for one."""
+        batches: Any = self.redis.xreadgroup(GROUP, self.name, {JOBS: ">"}, count=1, block=block_ms)
         for _stream, entries in batches or []:
             for entry_id, fields in entries:
                 return entry_id, fields
         return None
 
-    def _deliveries(self, entry_id: str) -> int:
-        info = self.redis.xpending_range(JOBS, GROUP, min=entry_id, max=entry_id, count=1)
+    def _next_analysis(self) -> tuple[str, dict[str, str]] | None:
+        """An analysis job: one whose worker stopped answering, else a new one (no wait)."""
+        reply: Any = self.redis.xautoclaim(
+            analysis.JOBS, GROUP, self.name, self.config.lease_ms, self._analysis_cursor, count=1
+        )
+        self._analysis_cursor = reply[0]
+        for entry_id, fields in reply[1]:
+            if fields is None:
+                self.redis.xack(analysis.JOBS, GROUP, entry_id)
+                continue
+            return entry_id, fields
+        batches: Any = self.redis.xreadgroup(GROUP, self.name, {analysis.JOBS: ">"}, count=1)
+        for _stream, entries in batches or []:
+            for entry_id, fields in entries:
+                return entry_id, fields
+        return None
+
+    def _analyse(self, entry_id: str, fields: dict[str, str]) -> None:
+        """Evaluate one position of a game under analysis and store the evaluation."""
+        game_id = fields.get("analysis", "")
+        ply_text = fields.get("ply", "")
+        meta = self.redis.hmget(analysis.meta_key(game_id), ["game", "start", "moves"])
+        if not ply_text.isdigit() or None in meta:  # gone (stored, or expired) or malformed
+            self._finish(entry_id, analysis.JOBS)
+            return
+        ply = int(ply_text)
+        game, start, moves_json = str(meta[0]), str(meta[1]), str(meta[2])
+        evaluation: dict[str, Any]
+        if self._deliveries(entry_id, analysis.JOBS) > MAX_DELIVERIES:
+            evaluation = {"ply": ply, "error": "job failed too many times"}
+        else:
+            cancel = CancelToken()
+            watch = LiveJobWatch(self.lease_redis, cancel)
+            watch.start()
+            try:
+                moves = json.loads(moves_json)[:ply]
+                evaluation = analyse_position(game_id, game, start, moves, self.engines, cancel)
+            except Exception as exc:  # a bad position or a bug: the position is not judged
+                log.error("analysis job %s:%d failed: %s", game_id, ply, traceback.format_exc())
+                evaluation = {"ply": ply, "error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                watch.stop()
+            if watch.cut:
+                self.hurried += 1
+        self._write_eval(
+            keys=[analysis.meta_key(game_id), analysis.evals_key(game_id), analysis.FINISHED],
+            args=[
+                ply, json.dumps(evaluation, separators=(",", ":")), analysis.STATE_TTL_MS,
+                game_id, analysis.FINISHED_KEPT,
+            ],
+        )  # fmt: skip
+        self._finish(entry_id, analysis.JOBS)
+        self.analysed += 1
+        self.done += 1
+
+    def _deliveries(self, entry_id: str, stream: str = JOBS) -> int:
+        info = self.redis.xpending_range(stream, GROUP, min=entry_id, max=entry_id, count=1)
         return int(info[0]["times_delivered"]) if info else 1
 
     def _process(self, entry_id: str, fields: dict[str, str]) -> None:
@@ -266,11 +346,11 @@ class Worker:
             capped = Budget(depth=budget.depth, time_ms=time_ms, nodes=budget.nodes)
         return replace(job, budget=capped)
 
-    def _finish(self, entry_id: str) -> None:
+    def _finish(self, entry_id: str, stream: str = JOBS) -> None:
         """Acknowledge and delete: the stream then holds only unfinished jobs, which is
         what the fair queue's dispatch window counts."""
-        self.redis.xack(JOBS, GROUP, entry_id)
-        self.redis.xdel(JOBS, entry_id)
+        self.redis.xack(stream, GROUP, entry_id)
+        self.redis.xdel(stream, entry_id)
 
     def _post(self, result: JobResult) -> None:
         self.redis.xadd(RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
@@ -374,6 +454,44 @@ class LeaseKeeper:
             self.cancel.cancel()
 
 
+# KEYS: the live jobs stream; ARGV: group. Live jobs in the stream no worker has read yet
+# (the stream holds only unfinished jobs: done ones are deleted).
+_LIVE_WAITING = """
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
+return redis.call('XLEN', KEYS[1]) - tonumber(pending[1])
+"""
+
+
+class LiveJobWatch:
+    """While a worker searches an analysis job, looks every ``ANALYSIS_WATCH_S`` for a live
+    job no worker has taken, and cuts the search short when there is one (``cut``): the
+    evaluation is then the deepest finished iteration, and the live move waits no more."""
+
+    def __init__(self, client: redis.Redis, cancel: CancelToken) -> None:
+        self.cancel = cancel
+        self.cut = False
+        self._waiting = client.register_script(_LIVE_WAITING)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="live-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(ANALYSIS_WATCH_S):
+            try:
+                if int(self._waiting(keys=[JOBS], args=[GROUP])) > 0:
+                    self.cut = True
+                    self.cancel.cancel()
+                    return
+            except redis.RedisError as exc:  # the search ends on its budget anyway
+                log.debug("could not look at the live jobs: %s", exc)
+
+
 class ProgressPublisher:
     """Publishes the search's completed depths to the room's followers, throttled."""
 
@@ -428,12 +546,13 @@ def compute(
     budget = job.budget
     played = engines.play(job, state, cancel, progress) if engines else None
     if played is not None:
-        move, score, depth, nodes, engine = (
+        move, score, depth, nodes, engine, pv = (
             played.move_text,
             played.score,
             played.depth,
             played.nodes,
             played.engine,
+            played.pv,
         )
     else:  # no engine for this game, or it failed: our searcher, with the time left
         if engines:
@@ -447,12 +566,13 @@ def compute(
             progress=progress,
             cancel=cancel,
         )
-        move, score, depth, nodes, engine = (
+        move, score, depth, nodes, engine, pv = (
             found.move_text,
             float(found.score),
             found.depth,
             found.nodes,
             SEARCHER_ENGINE,
+            found.pv,
         )
     return JobResult(
         job_id=job.job_id,
@@ -465,6 +585,48 @@ def compute(
         time_ms=int((time.monotonic() - started) * 1000),
         worker=worker,
         engine=engine,
+        pv=pv[:MAX_PV],
+    )
+
+
+def analyse_position(
+    game_id: str,
+    game_name: str,
+    start: str,
+    moves: list[str],
+    engines: EnginePool | None = None,
+    cancel: CancelToken | None = None,
+) -> dict[str, Any]:
+    """The evaluation of the position after ``moves`` of a game under analysis: searched
+    at the strongest level for the analysis budget, by the game's engine when the worker
+    has one (our searcher when it has none or it fails); no search in a finished position.
+    ``cancel`` cuts the search short (the deepest finished iteration is the evaluation)."""
+    game = find_game(game_name)
+    state = game.parse_position(start)
+    for text in moves:
+        state = game.play(state, text)
+    ply = len(moves)
+    to_move = int(game.to_move(state))
+    outcome = game.outcome(state)
+    if outcome is not None:
+        winner = None if outcome.winner is None else int(outcome.winner)
+        return analysis.terminal_eval(game_name, ply, to_move, winner)
+    budget = analysis.budget_for(game_name)
+    if engines:
+        job = Job(
+            f"{game_id}:a{ply}", game_id, ply, game_name, start, list(moves),
+            analysis.ANALYSIS_LEVEL, budget,
+        )  # fmt: skip
+        played = engines.play(job, state, cancel)
+        if played is not None:
+            return analysis.position_eval(
+                game_name, ply, to_move, played.score, played.move_text, None, played.engine
+            )
+    found = choose_move(
+        game, state, level=analysis.ANALYSIS_LEVEL, budget=budget, seed=ply, cancel=cancel
+    )
+    return analysis.position_eval(
+        game_name, ply, to_move, found.score, found.move_text, found.pv, SEARCHER_ENGINE
     )
 
 

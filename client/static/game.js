@@ -6,7 +6,7 @@ import { el } from "./boards/common.js";
 import { renderChat, resetChat } from "./chat.js";
 import { clockElement, renderClockStrip } from "./clock.js";
 import { reportError } from "./errors.js";
-import { loadGames, playerName, showLobby } from "./lobby.js";
+import { aiSeatText, loadGames, playerName, showLobby } from "./lobby.js";
 import { describeResult } from "./result.js";
 import { subscribeLobby } from "./seeks.js";
 import { $, app, navigate } from "./state.js";
@@ -202,7 +202,7 @@ function gameTitle(state) {
 function playerText(state, seat) {
   const info = state.seats[seat];
   const player = state.players[seat];
-  if (info && info.kind === "ai") return `${player} (${info.name || `AI level ${info.level}`})`;
+  if (info && info.kind === "ai") return `${player} (${aiSeatText(state.game, info)})`;
   if (info && info.name) return `${player} (${info.name})`;
   return player;
 }
@@ -337,7 +337,7 @@ function renderSeats(state) {
     const connected = info.kind === "ai" || info.connected;
     let name;
     if (info.kind === "ai") {
-      name = info.name || `AI level ${info.level}`;
+      name = aiSeatText(state.game, info);
       // Which engine played its last move ("kibitz" is our own searcher).
       if (info.engine && info.engine !== "kibitz") name = `${name} · ${info.engine}`;
     } else if (!info.taken) name = "Waiting for a player…";

@@ -4,8 +4,13 @@
 // The page applies no rules: the board after every ply comes from
 // GET /api/games/{id}/positions and is drawn by the same renderers as the game screen,
 // with no legal moves, so nothing can be clicked.
+//
+// A finished game can be analysed by the worker pool: "Analyse" posts
+// /api/games/{id}/analysis, the page polls GET on it while it runs, then draws the
+// evaluation graph (SVG, from White's / the first player's side), marks the moves (?! ? ??)
+// and shows each player's accuracy. Every text goes in with textContent (el()), never HTML.
 
-import { el } from "./boards/common.js";
+import { el, svg } from "./boards/common.js";
 import { reportError } from "./errors.js";
 import { boardFor } from "./game.js";
 import { fetchJson, loadGames } from "./lobby.js";
@@ -14,6 +19,10 @@ import { subscribeLobby } from "./seeks.js";
 import { $, app } from "./state.js";
 
 const EXPORT_LABELS = { pgn: "PGN", pdn: "PDN", json: "JSON" };
+const ANALYSIS_POLL_MS = 1000;
+const ANALYSIS_MAX_POLLS = 900; // a quarter of an hour, then the page stops asking
+const GRAPH_W = 320;
+const GRAPH_H = 90;
 
 const page = {
   id: null,
@@ -21,6 +30,8 @@ const page = {
   positions: [],
   formats: [],
   ply: 0,
+  analysis: null, // the answer of GET /api/games/{id}/analysis, or null
+  pollTimer: null,
 };
 
 export async function showGamePage(id) {
@@ -29,11 +40,14 @@ export async function showGamePage(id) {
   $("lobby").hidden = true;
   $("game").hidden = true;
   $("replay").hidden = false;
-  Object.assign(page, { id, record: null, positions: [], formats: [], ply: 0 });
+  clearTimeout(page.pollTimer);
+  Object.assign(page, { id, record: null, positions: [], formats: [], ply: 0, analysis: null, pollTimer: null });
   document.title = "Game · kibitz";
   $("replay-title").textContent = "Loading the game…";
   $("replay-id").textContent = `game ${id}`;
-  for (const part of ["replay-result", "replay-ply"]) $(part).textContent = "";
+  for (const part of ["replay-result", "replay-ply", "replay-analysis-status", "replay-accuracy"]) $(part).textContent = "";
+  $("replay-graph").replaceChildren();
+  $("replay-analysis").hidden = true;
   for (const part of ["replay-board", "replay-moves", "replay-players", "replay-chat", "replay-exports"]) {
     $(part).replaceChildren();
   }
@@ -48,6 +62,7 @@ export async function showGamePage(id) {
     return;
   }
   renderPage();
+  if (page.record.status === "over") loadAnalysis(id, 0);
 }
 
 /** Move to `ply` (0 is the start position), within the game. */
@@ -71,6 +86,7 @@ export function wireGamePage() {
   $("replay-prev").addEventListener("click", () => stepTo(page.ply - 1));
   $("replay-next").addEventListener("click", () => stepTo(page.ply + 1));
   $("replay-last").addEventListener("click", () => stepTo(Infinity));
+  $("replay-analyse").addEventListener("click", startAnalysis);
   document.addEventListener("keydown", onKey);
 }
 
@@ -95,6 +111,11 @@ export function resultWords(record, finalView = null) {
   const names = sides(record);
   const labels = names.map((name, seat) => `${name} (${playerLabel(record.players[seat])})`);
   return describeResult({ game: record.game, result: record.result, view: finalView }, names, null, labels).text;
+}
+
+/** What played an AI seat: our own searcher, or a UCI engine by its name. */
+export function engineName(engine) {
+  return engine === "kibitz" ? "kibitz's searcher" : String(engine);
 }
 
 function clockText(ms) {
@@ -135,6 +156,9 @@ function renderPlayers(record) {
         el("span", { class: "seat-text" }, [
           el("span", { class: "seat-player" }, [names[info.seat], info.kind === "ai" ? el("span", { class: "tag ai" }, ["AI"]) : null]),
           el("span", { class: "seat-name muted" }, [playerLabel(info)]),
+          info.kind === "ai" && info.engine
+            ? el("span", { class: "seat-engine muted small", testid: `replay-engine-${info.seat}` }, [`played by ${engineName(info.engine)}`])
+            : null,
         ]),
       ]),
     ),
@@ -168,6 +192,7 @@ function renderMoves(record) {
   const list = $("replay-moves");
   const rows = [];
   let row = null;
+  const judged = new Map(((page.analysis && page.analysis.moves) || []).map((m) => [m.ply, m]));
   record.moves.forEach((move, index) => {
     if (!row || move.seat === 0 || row.children.length > 2) {
       row = el("li", { class: "move-row" }, [el("span", { class: "move-no muted" }, [`${rows.length + 1}.`])]);
@@ -175,6 +200,11 @@ function renderMoves(record) {
       rows.push(row);
     }
     const current = index + 1 === page.ply;
+    const judgedMove = judged.get(index + 1);
+    const mark =
+      judgedMove && judgedMove.mark
+        ? el("span", { class: `move-mark mark-${judgedMove.class}`, title: `${judgedMove.class} (${judgedMove.loss} ${page.analysis.thresholds.unit} lost)`, testid: `replay-mark-${index + 1}` }, [judgedMove.mark])
+        : null;
     row.append(
       el(
         "button",
@@ -186,7 +216,7 @@ function renderMoves(record) {
           title: move.move,
           onclick: () => stepTo(index + 1),
         },
-        [move.display || move.move],
+        [move.display || move.move, mark],
       ),
     );
   });
@@ -205,6 +235,16 @@ function renderClocks(record) {
   box.textContent = move.clocks_ms.map((ms, seat) => `${names[seat]} ${clockText(ms)}`).join(" · ");
 }
 
+// The line an AI expected when it played the selected move (its move first). The server
+// keeps it from the players while the game runs (it is a hint) and shows it once it is over.
+function renderLine(record) {
+  const box = $("replay-line");
+  const move = page.ply > 0 ? record.moves[page.ply - 1] : null;
+  box.hidden = !(move && Array.isArray(move.pv) && move.pv.length);
+  if (box.hidden) return;
+  box.textContent = `${sides(record)[move.seat]} expected: ${move.pv.join(" ")}`;
+}
+
 async function renderPosition() {
   const record = page.record;
   const total = record.moves.length;
@@ -214,6 +254,8 @@ async function renderPosition() {
   $("replay-next").disabled = $("replay-last").disabled = ply === total;
   renderMoves(record);
   renderClocks(record);
+  renderLine(record);
+  renderGraph();
   const root = $("replay-board");
   root.dataset.game = record.game;
   root.dataset.ply = String(ply);
@@ -240,4 +282,152 @@ async function renderPosition() {
     choose: async () => null,
     rerender: noop,
   });
+}
+
+// -- analysis ---------------------------------------------------------------------------------
+
+function analysisPath(id) {
+  return `/api/games/${encodeURIComponent(id)}/analysis`;
+}
+
+/** GET the analysis; keep polling while it runs (bounded by ANALYSIS_MAX_POLLS). */
+async function loadAnalysis(id, polls) {
+  let analysis = null;
+  try {
+    const response = await fetch(analysisPath(id), { headers: { Accept: "application/json" } });
+    if (response.ok) analysis = await response.json();
+    else if (response.status !== 404) throw new Error(`the analysis answered ${response.status}`);
+  } catch (err) {
+    if (page.id === id) $("replay-analysis-status").textContent = "Could not load the analysis.";
+    return;
+  }
+  if (page.id !== id) return;
+  showAnalysis(analysis);
+  if (analysis && (analysis.status === "queued" || analysis.status === "running") && polls < ANALYSIS_MAX_POLLS) {
+    page.pollTimer = setTimeout(() => loadAnalysis(id, polls + 1), ANALYSIS_POLL_MS);
+  }
+}
+
+async function startAnalysis() {
+  const id = page.id;
+  if (!id) return;
+  $("replay-analyse").disabled = true;
+  try {
+    const response = await fetch(analysisPath(id), { method: "POST", headers: { Accept: "application/json" } });
+    const body = await response.json();
+    if (page.id !== id) return;
+    if (!response.ok) {
+      $("replay-analysis-status").textContent = body.message || "The analysis could not start.";
+      $("replay-analyse").disabled = false;
+      return;
+    }
+    clearTimeout(page.pollTimer);
+    showAnalysis(body);
+    if (body.status === "queued" || body.status === "running") {
+      page.pollTimer = setTimeout(() => loadAnalysis(id, 1), ANALYSIS_POLL_MS);
+    }
+  } catch (err) {
+    $("replay-analyse").disabled = false;
+    reportError(err);
+  }
+}
+
+function showAnalysis(analysis) {
+  page.analysis = analysis;
+  $("replay-analysis").hidden = false;
+  const button = $("replay-analyse");
+  const status = $("replay-analysis-status");
+  const state = analysis ? analysis.status : "none";
+  $("replay-analysis").dataset.status = state;
+  button.hidden = state === "done" || state === "queued" || state === "running";
+  button.disabled = false;
+  button.textContent = state === "failed" ? "Analyse again" : "Analyse";
+  if (!analysis) {
+    status.textContent = "Not analysed yet: the bots can evaluate every position of this game.";
+  } else if (state === "queued" || state === "running") {
+    const { done, total } = analysis.progress;
+    status.textContent = `Analysing… ${done} of ${total} positions`;
+  } else if (state === "failed") {
+    status.textContent = `The analysis failed at ${(analysis.failed_plies || []).length} positions.`;
+  } else {
+    const engines = (analysis.engines || []).map(engineName).join(", ") || "the bots";
+    status.textContent = `Analysed by ${engines}; scores in ${analysis.thresholds.unit}, ${sides(page.record)[0]}'s side up.`;
+  }
+  renderAccuracy();
+  renderMoves(page.record);
+  renderGraph();
+}
+
+function renderAccuracy() {
+  const box = $("replay-accuracy");
+  const analysis = page.analysis;
+  if (!analysis || !analysis.accuracy) {
+    box.replaceChildren();
+    return;
+  }
+  const names = sides(page.record);
+  box.replaceChildren(
+    ...analysis.accuracy.map((value, seat) => {
+      const counts = (analysis.counts && analysis.counts[seat]) || {};
+      const plural = { inaccuracy: "inaccuracies", mistake: "mistakes", blunder: "blunders" };
+      const tally = Object.entries(plural).map(([one, many]) => `${counts[one] || 0} ${counts[one] === 1 ? one : many}`).join(", ");
+      return el("span", { class: "accuracy", testid: `replay-accuracy-${seat}` }, [
+        el("strong", {}, [`${names[seat]}: `]),
+        value === null ? "no moves" : `${value}% accuracy`,
+        el("span", { class: "muted" }, [` (${tally})`]),
+      ]);
+    }),
+  );
+}
+
+/** The evaluation graph: one point per position, White's (the first player's) advantage up. */
+function renderGraph() {
+  const root = $("replay-graph");
+  const analysis = page.analysis;
+  const record = page.record;
+  if (!analysis || !record || !(analysis.positions || []).length) {
+    root.replaceChildren();
+    return;
+  }
+  const cap = analysis.thresholds.cap || 1;
+  const total = Math.max(1, record.moves.length);
+  const mid = GRAPH_H / 2;
+  const x = (ply) => (ply / total) * GRAPH_W;
+  const y = (score) => mid - Math.tanh((2.5 * score) / cap) * (mid - 2);
+  const points = analysis.positions.filter((p) => typeof p.score === "number").map((p) => [x(p.ply), y(p.score), p]);
+  const line = points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ");
+  const children = [
+    svg("rect", { class: "eval-bg", x: 0, y: 0, width: GRAPH_W, height: GRAPH_H }),
+    // The first player's share, filled up from the bottom to the curve.
+    points.length ? svg("path", { class: "eval-area", d: `M${points[0][0].toFixed(1)},${GRAPH_H} L${line.replaceAll(" ", " L")} L${points[points.length - 1][0].toFixed(1)},${GRAPH_H} Z` }) : null,
+    svg("line", { class: "eval-mid", x1: 0, y1: mid, x2: GRAPH_W, y2: mid }),
+    points.length ? svg("polyline", { class: "eval-line", points: line }) : null,
+    svg("line", { class: "eval-now", x1: x(page.ply), y1: 0, x2: x(page.ply), y2: GRAPH_H }),
+  ];
+  const byPly = new Map(points.map(([px, py, p]) => [p.ply, [px, py]]));
+  for (const move of analysis.moves || []) {
+    const at = byPly.get(move.ply);
+    if (!move.class || !at) continue;
+    const dot = svg("circle", { class: `eval-dot mark-${move.class}`, cx: at[0], cy: at[1], r: 3.2 });
+    dot.append(svg("title", {}, []));
+    dot.firstChild.textContent = `${move.ply}: ${move.class}`;
+    children.push(dot);
+  }
+  const graph = svg(
+    "svg",
+    {
+      viewBox: `0 0 ${GRAPH_W} ${GRAPH_H}`,
+      preserveAspectRatio: "none",
+      role: "img",
+      "aria-label": "Evaluation after every move; click to go to a move",
+      testid: "replay-graph-svg",
+      dataset: { points: String(points.length) },
+    },
+    children,
+  );
+  graph.addEventListener("click", (event) => {
+    const box = graph.getBoundingClientRect();
+    if (box.width > 0) stepTo(Math.round(((event.clientX - box.left) / box.width) * total));
+  });
+  root.replaceChildren(graph);
 }

@@ -29,6 +29,24 @@ export async function fetchJson(path) {
   return response.json();
 }
 
+/**
+ * "about 1400" for a level whose strength was measured on an absolute scale (chess: the
+ * catalogue's `levels`, from `kibitz calibrate`), else "". Ratings are rounded to 50.
+ */
+export function levelStrengthText(gameName, level) {
+  const game = app.gamesByName.get(gameName);
+  const entry = game && Array.isArray(game.levels) ? game.levels.find((l) => l.level === level) : null;
+  if (!entry || entry.scale !== "absolute" || typeof entry.elo !== "number") return "";
+  return `about ${Math.round(entry.elo / 50) * 50}`;
+}
+
+/** An AI seat's label: its name from the server, with the level's measured strength. */
+export function aiSeatText(gameName, seat) {
+  const name = seat.name || `AI level ${seat.level}`;
+  const strength = levelStrengthText(gameName, seat.level);
+  return strength ? `${name}, ${strength}` : name;
+}
+
 export async function loadGames() {
   if (app.games.length) return;
   try {
@@ -128,11 +146,13 @@ function renderCreateForm() {
   const chosenOpponent = opponent.value || prefs.get("opponent", "ai:3");
   opponent.replaceChildren(
     el("option", { value: "human" }, ["A friend (invite link)"]),
-    ...[...Array(AI_LEVELS).keys()].map((i) =>
-      el("option", { value: `ai:${i + 1}` }, [
-        `Computer, level ${i + 1}${i === 0 ? " (easiest)" : i === AI_LEVELS - 1 ? " (strongest)" : ""}`,
-      ]),
-    ),
+    ...[...Array(AI_LEVELS).keys()].map((i) => {
+      const strength = levelStrengthText(game.name, i + 1);
+      return el("option", { value: `ai:${i + 1}` }, [
+        `Computer, level ${i + 1}${strength ? `, ${strength}` : ""}` +
+          `${i === 0 ? " (easiest)" : i === AI_LEVELS - 1 ? " (strongest)" : ""}`,
+      ]);
+    }),
   );
   opponent.value = chosenOpponent;
   const seat = $("seat-choice");
@@ -247,7 +267,7 @@ export async function refreshRooms() {
   list.replaceChildren(
     ...rooms.map((room) => {
       const game = app.gamesByName.get(room.game);
-      const names = (room.seats || []).map((seat, i) => seatLabel(seat, game ? game.players[i] : `Seat ${i + 1}`));
+      const names = (room.seats || []).map((seat, i) => seatLabel(seat, game ? game.players[i] : `Seat ${i + 1}`, room.game));
       const free = room.status === "waiting" && (room.seats || []).some((seat) => !seat.taken);
       return el("li", { class: "room-item", testid: `room-${room.room}`, dataset: { room: room.room } }, [
         el("span", { class: `game-icon small icon-${room.game}`, "aria-hidden": "true" }),
@@ -283,9 +303,9 @@ function roomFacts(room, names) {
   return parts.join(" · ");
 }
 
-function seatLabel(seat, player) {
+function seatLabel(seat, player, gameName) {
   if (!seat) return player;
-  if (seat.kind === "ai") return seat.name || `AI level ${seat.level}`;
+  if (seat.kind === "ai") return aiSeatText(gameName, seat);
   if (!seat.taken) return `${player}: open`;
   return seat.name || player;
 }

@@ -22,6 +22,7 @@ COMMANDS = (
     "bench",
     "status",
     "tables",
+    "calibrate",
 )
 
 

@@ -22,6 +22,7 @@ from kibitz.server.archiver import Lifetimes
 from kibitz.server.clocks import FIRST_MOVE_MS
 from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.server.limits import Limits
+from kibitz.workers.engines import parse_engine_specs
 
 log = logging.getLogger("kibitz.serve")
 
@@ -50,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=None,
         help="local AI worker processes (default: 2 with the private Redis, 0 with --redis)",
+    )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="GAME=COMMAND",
+        help="the local workers serve GAME's jobs with this UCI engine, as `kibitz worker "
+        "--engine` (chess=/usr/games/stockfish; repeatable)",
     )
     parser.add_argument(
         "--data-dir",
@@ -205,6 +214,10 @@ def run(args: argparse.Namespace) -> int:
     # files) holds players' games and token hashes: readable by us alone.
     os.umask(0o077)
     lifetimes = lifetimes_from_args(args)
+    try:
+        parse_engine_specs(args.engine)  # refused here, not by every worker it starts
+    except ValueError as exc:
+        raise SystemExit(f"kibitz serve: {exc}") from None
     archive_url = database_url(args)
     # Local workers look for endgame tables (``kibitz tables``) in the same data directory.
     os.environ["KIBITZ_DATA_DIR"] = str(args.data_dir)
@@ -225,7 +238,9 @@ def run(args: argparse.Namespace) -> int:
             ws_compression=args.ws_compression,
             first_move_ms=int(args.first_move_timeout * 1000),
         )
-        return asyncio.run(_serve(app, args.host, args.port, redis_url, n_workers))
+        return asyncio.run(
+            _serve(app, args.host, args.port, redis_url, n_workers, list(args.engine))
+        )
     except ArchiveUnavailable as exc:
         log.error("cannot open the game archive %s: %s", display_url(archive_url), exc)
         return 1
@@ -234,16 +249,25 @@ def run(args: argparse.Namespace) -> int:
             embedded.stop()
 
 
-def start_worker(redis_url: str) -> subprocess.Popen[bytes]:
+def start_worker(redis_url: str, engines: list[str] | None = None) -> subprocess.Popen[bytes]:
     """A local worker process. The URL (it may hold a password) goes through the
-    environment, which other users cannot read, not the command line, which ps shows."""
+    environment, which other users cannot read, not the command line, which ps shows.
+    ``engines`` are ``GAME=COMMAND`` specs passed on as its ``--engine`` options."""
+    options = [arg for spec in engines or [] for arg in ("--engine", spec)]
     return subprocess.Popen(
-        [sys.executable, "-m", "kibitz.server.cli", "worker"],
+        [sys.executable, "-m", "kibitz.server.cli", "worker", *options],
         env={**os.environ, "KIBITZ_REDIS_URL": redis_url},
     )
 
 
-async def _serve(app: web.Application, host: str, port: int, redis_url: str, n_workers: int) -> int:
+async def _serve(
+    app: web.Application,
+    host: str,
+    port: int,
+    redis_url: str,
+    n_workers: int,
+    engines: list[str] | None = None,
+) -> int:
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -257,8 +281,8 @@ async def _serve(app: web.Application, host: str, port: int, redis_url: str, n_w
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    workers = [start_worker(redis_url) for _ in range(n_workers)]
-    supervisor = asyncio.create_task(_supervise(workers, redis_url))
+    workers = [start_worker(redis_url, engines) for _ in range(n_workers)]
+    supervisor = asyncio.create_task(_supervise(workers, redis_url, engines))
     try:
         await stop.wait()
     finally:
@@ -279,7 +303,9 @@ async def _serve(app: web.Application, host: str, port: int, redis_url: str, n_w
     return 0
 
 
-async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> None:
+async def _supervise(
+    workers: list[subprocess.Popen[bytes]], redis_url: str, engines: list[str] | None = None
+) -> None:
     """Restart a local worker that died (its pending job is reclaimed by another).
 
     A worker that keeps dying is restarted less and less often (up to once a minute).
@@ -297,7 +323,7 @@ async def _supervise(workers: list[subprocess.Popen[bytes]], redis_url: str) -> 
                 log.warning("worker %d exited with %s", proc.pid, proc.returncode)
                 due[i] = loop.time() + delays[i]
             elif loop.time() >= due[i]:
-                workers[i] = start_worker(redis_url)
+                workers[i] = start_worker(redis_url, engines)
                 delays[i], due[i] = min(60.0, delays[i] * 2), 0.0
 
 

@@ -283,6 +283,12 @@ class Game(Generic[State, Move]):
     def in_check(self, state: State) -> bool:
         return False
 
+    def repetition_keys(self, state: State) -> tuple[int, ...]:
+        """Keys (``hash_key``) of the earlier positions of the game that still count for
+        repetition (since the last irreversible move); the searcher treats a return to
+        any of them like a repetition on its own path. None by default."""
+        return ()
+
     # -- optional hooks for the server ------------------------------------------------
     def can_win(self, state: State, player: Player) -> bool:
         """Whether ``player`` could still win from ``state`` by any series of legal moves

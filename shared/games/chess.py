@@ -2,7 +2,9 @@
 
 python-chess generates and validates every move; this module adds what the rest of kibitz
 needs around it: immutable states, an incrementally maintained Zobrist key, repetition
-history, automatic draws, a fast perft and the searcher's hooks.
+history, automatic draws, a fast perft and the searcher's hooks. The searcher itself runs
+on a faster board of its own with the same keys (``kibitz.shared.search.chess_board``),
+entered at the root; ``repetition_keys`` hands it this game's history.
 
 Player 0 is White. Moves travel in UCI (``e2e4``, ``e7e8q``) and are shown in SAN.
 
@@ -576,6 +578,11 @@ class Chess(Game[ChessState, chess.Move]):
 
     def in_check(self, state: ChessState) -> bool:
         return state.board.is_check()
+
+    def repetition_keys(self, state: ChessState) -> tuple[int, ...]:
+        """The positions since the last irreversible move (from the position text's
+        ``moves``): the searcher scores a return to one of them as a draw."""
+        return state.history
 
     # -- PGN -----------------------------------------------------------------------------
     def pgn(

@@ -82,7 +82,7 @@ def choose_move(
     result is then the move of the deepest iteration completed so far, as when time runs
     out (a worker throws it away, or posts it when it was asked to hurry).
     """
-    temperature = temperature_for_level(level)
+    temperature = temperature_for_level(level, game.name)
     if budget is None:
         budget = budget_for_level(game.name, level)
     options = options or SearchOptions()
@@ -121,7 +121,7 @@ def choose_move(
     move, raw, picked = last.move, last.score, False
     if searcher.interrupted_best is not None and temperature == 0:
         # The unfinished iteration already found a better move than the last finished one.
-        move, raw = searcher.interrupted_best, searcher.interrupted_score
+        move, raw = searcher.move_out(searcher.interrupted_best), searcher.interrupted_score
     if temperature > 0 and len(last.root_scores) > 1:
         rng = random.Random((seed * 1_000_003) ^ game.hash_key(state))
         move, raw = _softmax_pick(last.root_scores, temperature * unit, unit, rng)

@@ -21,13 +21,19 @@ _DEPTHS: dict[str, tuple[int | None, ...]] = {
     "othello": (1, 1, 2, 3, 4, 5, 6, None),
     "oware": (1, 2, 3, 4, 5, 6, 8, None),
     "draughts": (1, 1, 2, 3, 4, 5, 6, None),
-    "chess": (1, 1, 2, 2, 3, 3, 4, None),
+    "chess": (1, 2, 2, 3, 3, 3, 4, None),
 }
 #: Time cap per level in ms (a safety net for the depth-bound levels; the budget of level 8).
-_TIMES = (500, 500, 700, 800, 1000, 1200, 1500, 2000)
+_TIMES = (500, 600, 700, 1000, 1000, 1200, 1500, 2000)
 _LEVEL8_TIME = {"chess": 2500, "othello": 2000, "draughts": 2000, "oware": 1500}
 #: Softmax temperature per level, in evaluation units (0 = always the best move).
 _TEMPERATURES = (3.0, 1.5, 0.8, 0.4, 0.2, 0.08, 0.0, 0.0)
+#: Per-game temperatures where calibration (``kibitz calibrate``) retuned them. Chess:
+#: the first schedule put 400 Elo or more between adjacent levels 1-6 (every ladder game
+#: below level 6 lost); about a factor 1.5 in temperature per level gives about 200.
+_GAME_TEMPERATURES: dict[str, tuple[float, ...]] = {
+    "chess": (0.7, 0.45, 0.3, 0.2, 0.13, 0.08, 0.0, 0.0),
+}
 
 
 def _check(level: int) -> None:
@@ -46,7 +52,8 @@ def budget_for_level(game: str, level: int) -> Budget:
     return Budget(depth=depth, time_ms=time_ms, nodes=None)
 
 
-def temperature_for_level(level: int) -> float:
-    """Softmax temperature (in evaluation units); 0 means deterministic best move."""
+def temperature_for_level(level: int, game: str | None = None) -> float:
+    """Softmax temperature (in evaluation units) of ``level`` in ``game``; 0 means the
+    deterministic best move."""
     _check(level)
-    return _TEMPERATURES[level - 1]
+    return _GAME_TEMPERATURES.get(game or "", _TEMPERATURES)[level - 1]

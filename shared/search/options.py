@@ -17,6 +17,7 @@ TECHNIQUES = (
     "lmr",
     "futility",
     "endgame",
+    "board",
 )
 
 
@@ -42,6 +43,9 @@ class SearchOptions:
     #: Exact endgames (``endgame.py``): the Othello solver at few empties, the Oware
     #: endgame table when one is in the data directory (unbounded depth only).
     endgame: bool = True
+    #: Search on the game's faster search form where it has one (``forms.py``: chess runs
+    #: on ``chess_board``); off searches the referee's own states.
+    board: bool = True
     #: log2 of the number of transposition-table slots.
     tt_size_log2: int = 18
     #: Search every root move with a full window, so each gets an exact score (used by the

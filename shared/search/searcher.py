@@ -28,6 +28,7 @@ from kibitz.shared.games.base import Game
 from kibitz.shared.search.endgame import root_result, tree_probe
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.evaluation.base import Evaluation
+from kibitz.shared.search.forms import form_for
 from kibitz.shared.search.limits import SearchAborted, SearchLimits, now
 from kibitz.shared.search.options import SearchOptions
 from kibitz.shared.search.ordering import MoveOrderer
@@ -113,10 +114,16 @@ class Searcher:
         options: SearchOptions | None = None,
         evaluation: Evaluation | None = None,
     ) -> None:
-        self.game = game
         self.options = options or SearchOptions()
-        self.evaluation = evaluation or evaluation_for(game)
         opts = self.options
+        #: The game the caller gave; ``game`` is the one searched (its search form, if any:
+        #: see ``forms.py``), whose moves ``move_out`` turns back into the caller's.
+        self.outer = game
+        self.form = form_for(game) if opts.board and evaluation is None else None
+        if self.form is not None:
+            game = self.form.game
+        self.game = game
+        self.evaluation = evaluation or evaluation_for(game)
         cls = type(game)
         self.has_check = cls.in_check is not Game.in_check
         self.has_noisy = opts.quiescence and cls.noisy_moves is not Game.noisy_moves
@@ -135,8 +142,12 @@ class Searcher:
         self.node_limit = 1 << 62
         self.deadline = float("inf")
         self.path: list[int] = []
+        #: The game's positions before the root that count for repetition
+        #: (``Game.repetition_keys``): reaching one is scored like a repetition on the path.
+        self.before: frozenset[int] = frozenset()
         self.eval_cache: dict[int, int] = {}
         self.track_repetitions = self.evaluation.repetitions
+        self.contempt = self.evaluation.contempt
         self.check_outcome_at_leaf = self.evaluation.checks_outcome_at_leaf
         #: Delta pruning in quiescence: evaluation units per ``MoveFacts.capture`` unit and
         #: the safety margin (two "pawns") added to a capture's value.
@@ -164,6 +175,12 @@ class Searcher:
         start = now()
         self.deadline = limits.deadline(start)
         self.node_limit = limits.node_limit()
+        if self.track_repetitions:
+            self.before = frozenset(self.outer.repetition_keys(state))
+        if self.form is not None:
+            if not self.outer.legal_moves(state):
+                return  # finished by the referee's rules (a threefold repetition...)
+            state = self.form.enter(state)
         root_moves = list(game.legal_moves(state))
         if not root_moves:
             return
@@ -179,13 +196,13 @@ class Searcher:
             if solution is not None:
                 yield DepthResult(
                     depth=solution.depth,
-                    move=solution.move,
+                    move=self.move_out(solution.move),
                     score=solution.score,
-                    pv=solution.pv,
+                    pv=[self.move_out(m) for m in solution.pv],
                     nodes=self.nodes,
                     time_ms=max(0, int((now() - start) * 1000)),
                     exact=True,
-                    root_scores=solution.root_scores,
+                    root_scores=[(self.move_out(m), v) for m, v in solution.root_scores],
                 )
                 return
             self.probe = tree_probe(game, limits)
@@ -239,17 +256,21 @@ class Searcher:
             elapsed = max(0, int((now() - start) * 1000))
             yield DepthResult(
                 depth=depth,
-                move=best,
+                move=self.move_out(best),
                 score=score,
-                pv=self._principal_variation(state, best, depth),
+                pv=[self.move_out(m) for m in self._principal_variation(state, best, depth)],
                 nodes=self.nodes,
                 time_ms=elapsed,
                 exact=settled,
-                root_scores=scores,
+                root_scores=[(self.move_out(m), v) for m, v in scores],
                 tt_hit_rate=self.table.hit_rate() if self.table else 0.0,
             )
             if settled or len(root_moves) == 1 and depth >= 2 and not self.options.all_root_scores:
                 return
+
+    def move_out(self, move: Any) -> Any:
+        """A move of the searched game as the caller's game's move."""
+        return move if self.form is None or move is None else self.form.move_out(move)
 
     def _root(
         self, state: Any, moves: list[Any], depth: int, alpha: int, beta: int
@@ -317,9 +338,10 @@ class Searcher:
             raise SearchAborted
         game = self.game
         key = game.hash_key(state)
-        if self.track_repetitions and key in self.path:
+        if self.track_repetitions and (key in self.path or key in self.before):
             self.cycles += 1  # a path-dependent draw is never stored as solved
-            return 0
+            # Sides alternate by ply (a null move too): the root side moves at even plies.
+            return self.contempt if ply & 1 else -self.contempt
         if self.probe is not None:
             exact = self.probe(state, ply)
             if exact is not None:

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from kibitz.shared.search.strength import level_strength
+
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[[], Page]
@@ -198,6 +200,24 @@ def test_game_options_are_sent_and_checked(live_server: Any, new_page: NewPage) 
     expect(page.locator("[data-testid^=take-]:not([disabled])")).to_have_count(1)
     page.click("[data-testid=take-1]")
     expect(page.locator("[data-testid=move-1]")).to_have_text("1")
+
+
+def test_chess_levels_show_their_measured_strength(live_server: Any, new_page: NewPage) -> None:
+    """The create form and the AI seat say how strong a calibrated level is."""
+    measured = level_strength("chess", 5)
+    assert measured is not None, "the chess table (shared/search/strength.py) has level 5"
+    about = f"about {round(measured.elo / 50) * 50}"
+    page = new_page()
+    open_lobby(page, live_server.http_url)
+    page.click("[data-testid=game-chess]")
+    option = page.locator("[data-testid=opponent] option[value='ai:5']")
+    expect(option).to_have_text(f"Computer, level 5, {about}")
+    page.click("[data-testid=game-othello]")  # not measured on an absolute scale
+    expect(page.locator("[data-testid=opponent] option[value='ai:5']")).to_have_text(
+        "Computer, level 5"
+    )
+    create_game(page, live_server.http_url, "chess", "ai:5", seat="0")
+    expect(page.locator("[data-testid=seat-1]")).to_contain_text(f"AI level 5, {about}")
 
 
 # -- reconnection and reload keep the seat ----------------------------------------------------

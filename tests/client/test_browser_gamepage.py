@@ -98,6 +98,11 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
     expect_ply(page, moves)
     page.click("[data-testid=replay-move-2]")
     expect_ply(page, 2)
+    # The AI's move shows the line it expected (kept from the player until the game
+    # ended); the player's own moves have none.
+    expect(page.locator("[data-testid=replay-line]")).to_contain_text(re.compile(r"expected: \d"))
+    page.click("[data-testid=replay-move-1]")
+    expect(page.locator("[data-testid=replay-line]")).to_be_hidden()
     # The board is for looking only.
     assert page.locator(PLAYABLE_CELL).count() == 0
 

@@ -134,8 +134,22 @@ def test_record_of_a_room_and_its_events() -> None:
         "options": {},
         "start": "start",
         "players": [
-            {"seat": 0, "name": "Ann", "kind": "human", "level": None, "player": None},
-            {"seat": 1, "name": "AI level 3", "kind": "ai", "level": 3, "player": None},
+            {
+                "seat": 0,
+                "name": "Ann",
+                "kind": "human",
+                "level": None,
+                "player": None,
+                "engine": None,
+            },
+            {
+                "seat": 1,
+                "name": "AI level 3",
+                "kind": "ai",
+                "level": 3,
+                "player": None,
+                "engine": None,
+            },
         ],
         "time_control": None,
         "moves": [

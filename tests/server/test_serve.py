@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -65,3 +66,41 @@ async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path
         ]
     finally:
         stop(proc)
+
+
+STOCKFISH = shutil.which("stockfish") or "/usr/games/stockfish"
+
+
+async def test_serve_engine_reaches_the_local_workers(tmp_path) -> None:
+    """``kibitz serve --engine chess=...``: the local worker it starts plays chess with that
+    engine (the AI seat names it), and the game catalogue carries the levels' strength."""
+    assert os.path.exists(STOCKFISH), "stockfish is installed by .ci/run"
+    process, url, _ = spawn_server(
+        ["--port", "0", "--workers", "1", "--engine", f"chess={STOCKFISH}"],
+        {"KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": str(tmp_path)},
+    )
+    threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
+    try:
+        async with await KibitzClient.open(url) as client:
+            room = (await client.create("chess", "ai:3", seat=1))["room"]
+            state = await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=30)
+            assert state["seats"][0]["engine"] == "Stockfish 15.1"
+            assert state["seats"][0]["kind"] == "ai" and state["seats"][1]["engine"] is None
+        with urllib.request.urlopen(f"{url}/api/games") as resp:
+            catalog = {game["name"]: game for game in json.load(resp)}
+        levels = catalog["chess"]["levels"]
+        assert [entry["level"] for entry in levels] == list(range(1, 9))
+        assert {"elo", "elo_95", "games", "scale"} <= set(levels[0])
+    finally:
+        stop(process)
+
+
+async def test_serve_refuses_a_bad_engine_spec(tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kibitz.server.cli", "serve", "--port", "0",
+         "--engine", "othello=/usr/games/stockfish"],
+        capture_output=True, text=True, timeout=30,
+        env={**os.environ, "KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "kibitz serve: --engine" in done.stderr and "chess only" in done.stderr

@@ -17,6 +17,7 @@ EVALUATION_MODULES = {
     "othello": "othello",
     "draughts": "draughts",
     "chess": "chess",
+    "chess-board": "chess_board",  # the searcher's form of chess (search/forms.py)
 }
 
 _CACHE: dict[int, Evaluation] = {}

@@ -24,6 +24,9 @@ class Evaluation:
     checks_outcome_at_leaf: bool = True
     #: Whether the same position can recur (so the searcher tracks repetitions on its path).
     repetitions: bool = False
+    #: What a repetition draw costs the side to move at the root, in evaluation units
+    #: (so it plays on in a roughly level position rather than repeat); 0: a draw is 0.
+    contempt: int = 0
 
     def __init__(self, game: Game[Any, Any]) -> None:
         self.game = game

@@ -190,6 +190,9 @@ class ChessEvaluation(Evaluation):
     unit = 100
     checks_outcome_at_leaf = False  # python-chess outcome() is costly; quiescence sees mates
     repetitions = True
+    #: A repetition is worth a quarter pawn less than 0 to the side to move at the root:
+    #: against sunfish, perpetual checks in level positions drew a quarter of the games.
+    contempt = 25
     capture_scale = 1  # MoveFacts.capture is in centipawns too
     futility_margins = (0, 125, 250, 400)
 
@@ -322,3 +325,108 @@ class ChessEvaluation(Evaluation):
 
 
 EVALUATION = ChessEvaluation
+
+
+class BoardEvaluation(ChessEvaluation):
+    """The same evaluation on the searcher's ``chess_board.Board`` (scores are equal to
+    :class:`ChessEvaluation`'s on the same position; a test holds them together).
+
+    Material and piece-square values come summed from the board (``Board.psq``, kept by
+    ``make``); king shelter and pawn structure are cached by pawns and king squares."""
+
+    def __init__(self, game: Any) -> None:
+        super().__init__(game)
+        # Imported here: the board module reads this module's tables.
+        from kibitz.shared.search.chess_board import attacked
+
+        self._attacked = attacked
+        self._structure_cache: dict[tuple[int, int, int, int], tuple[int, int]] = {}
+
+    def order_noisy(self, state: Any, moves: list[Any]) -> tuple[list[Any], dict[Any, int]] | None:
+        """MVV-LVA, dropping captures that lose material at first sight (as above)."""
+        sq = state.sq
+        bb = state.bb
+        them = state.turn ^ 8
+        occ = bb[0] | bb[8]
+        ep = state.ep
+        gains: dict[Any, int] = {}
+        keys: dict[Any, int] = {}
+        kept = []
+        for move in moves:
+            to = move >> 6 & 63
+            attacker = VALUES[sq[move & 63] & 7]
+            victim = sq[to] & 7
+            gain = VALUES[victim] if victim else (100 if to == ep else 0)
+            if move >> 12:
+                gain += 1_000_000
+            elif attacker > gain and self._attacked(bb, them, to, occ):
+                continue
+            gains[move] = gain
+            keys[move] = gain * 1024 - attacker
+            kept.append(move)
+        kept.sort(key=keys.__getitem__, reverse=True)
+        return kept, gains
+
+    def null_move_ok(self, state: Any) -> bool:
+        bb = state.bb
+        us = state.turn
+        pieces = bb[us | 2] | bb[us | 3] | bb[us | 4] | bb[us | 5]
+        return pieces.bit_count() >= 2 or bool(bb[us | 4] | bb[us | 5])
+
+    def evaluate(self, state: Any) -> int:
+        bb = state.bb
+        white_pawns, black_pawns = bb[9], bb[1]
+        bishops_w, bishops_b = bb[11], bb[3]
+        rooks_w, rooks_b = bb[12], bb[4]
+        non_pawn = (
+            300 * (bb[10] | bb[2] | bishops_w | bishops_b).bit_count()
+            + 500 * (rooks_w | rooks_b).bit_count() + 950 * (bb[13] | bb[5]).bit_count()
+        )  # fmt: skip
+        phase = min(non_pawn, _PHASE_FULL)
+        score: int = state.psq
+        wk = bb[14].bit_length() - 1
+        bk = bb[6].bit_length() - 1
+        cache_key = (white_pawns, black_pawns, wk, bk)
+        cached = self._structure_cache.get(cache_key)
+        if cached is None:
+            if len(self._structure_cache) > 1 << 16:
+                self._structure_cache.clear()
+            shelter = 0
+            if wk >= 0 and bk >= 0:
+                shelter = self._shelter(wk, white_pawns, True) - self._shelter(
+                    bk, black_pawns, False
+                )
+            pawn_key = (white_pawns, black_pawns)
+            structure = self._pawn_cache.get(pawn_key)
+            if structure is None:
+                if len(self._pawn_cache) > 1 << 16:
+                    self._pawn_cache.clear()
+                structure = _pawn_structure(white_pawns, black_pawns)
+                self._pawn_cache[pawn_key] = structure
+            cached = self._structure_cache[cache_key] = (structure, shelter)
+        structure, shelter = cached
+        if wk >= 0 and bk >= 0:
+            middle = _KING_MIDDLE[wk] - _KING_MIDDLE[bk ^ 56] + shelter
+            end = _KING_END[wk] - _KING_END[bk ^ 56]
+            score += (middle * phase + end * (_PHASE_FULL - phase)) // _PHASE_FULL
+        for rooks, own_p, opp_p, seventh, sign in (
+            (rooks_w, white_pawns, black_pawns, 6, 1),
+            (rooks_b, black_pawns, white_pawns, 1, -1),
+        ):
+            while rooks:
+                low = rooks & -rooks
+                rooks ^= low
+                sq = low.bit_length() - 1
+                file_mask = _FILES[sq & 7]
+                bonus = 0
+                if not file_mask & own_p:
+                    bonus += ROOK_OPEN_FILE if not file_mask & opp_p else ROOK_HALF_OPEN_FILE
+                if (sq >> 3) == seventh:
+                    bonus += ROOK_SEVENTH
+                score += sign * bonus
+        if bishops_w.bit_count() >= 2:
+            score += BISHOP_PAIR
+        if bishops_b.bit_count() >= 2:
+            score -= BISHOP_PAIR
+        score += structure
+        return score if state.turn else -score
