@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import redis.asyncio as aioredis
 
 from kibitz.server.background import raise_if_stopping
+from kibitz.server.store import PREFIX, ensure_group
 from kibitz.shared.protocol import Budget
 
 if TYPE_CHECKING:
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PREFIX = "kibitz:"
 JOBS = PREFIX + "analysis:jobs"
 FINISHED = PREFIX + "analysis:finished"
 ACTIVE = PREFIX + "analysis:active"
@@ -364,14 +364,6 @@ class AnalysisQueue:
             return None
         evals: Any = await self.redis.hgetall(evals_key(game_id))
         return {"id": game_id, **status_of(meta, evals)}
-
-
-async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:
-    try:
-        await redis.xgroup_create(stream, group, id="0", mkstream=True)
-    except aioredis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
 
 
 def finished_analysis(game_id: str, meta: dict[str, str], evals: dict[str, str]) -> dict[str, Any]:
