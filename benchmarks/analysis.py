@@ -18,7 +18,6 @@ import asyncio
 import json
 import random
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -135,24 +134,19 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kibitz.server.cli.serve import spawn_server
+    from kibitz.server.cli.serve import served
     from kibitz.server.embedded_redis import EmbeddedRedis
 
     with (
         tempfile.TemporaryDirectory() as tmp,
         EmbeddedRedis(Path(tmp) / "redis", persist=False) as redis,
     ):
-        proc, url, _ = spawn_server(
+        with served(
             ["--port", "0", "--redis", redis.url, "--workers", str(args.workers),
              "--data-dir", tmp, "--database", f"sqlite:///{Path(tmp) / 'games.sqlite3'}",
              *[arg for spec in args.engine for arg in ("--engine", spec)]]
-        )  # fmt: skip
-        threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
-        try:
+        ) as url:  # fmt: skip
             result = asyncio.run(measure(url, args))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
     print(
         f"{result['positions']} positions analysed by {result['workers']} workers in "
         f"{result['seconds']} s ({result['status']}); a live AI move took "

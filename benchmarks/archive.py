@@ -25,7 +25,6 @@ import asyncio
 import json
 import random
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -186,7 +185,7 @@ async def _count_is(archive: Any, n: int) -> bool:
 
 def bench_database(database: str, args: argparse.Namespace) -> dict[str, Any]:
     """A private Redis and node archiving into ``database``; the figures."""
-    from kibitz.server.cli.serve import spawn_server
+    from kibitz.server.cli.serve import served
     from kibitz.server.embedded_redis import EmbeddedRedis
 
     with (
@@ -195,16 +194,11 @@ def bench_database(database: str, args: argparse.Namespace) -> dict[str, Any]:
     ):
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
-        proc, url, _ = spawn_server(
+        with served(
             ["--port", "0", "--redis", redis.url, "--workers", "0", "--data-dir", tmp,
              "--database", database, "--finished-ttl", str(FINISHED_TTL_S), *unlimited]
-        )  # fmt: skip
-        threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
-        try:
+        ) as url:  # fmt: skip
             return asyncio.run(measure(url, redis.url, database, args))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,6 @@ import os
 import random
 import statistics
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -297,21 +296,16 @@ def run(args: argparse.Namespace) -> int:
     if args.url:
         result = asyncio.run(measure(args.url, args))
     else:
-        from kibitz.server.cli.serve import spawn_server
+        from kibitz.server.cli.serve import served
         from kibitz.server.embedded_redis import EmbeddedRedis
 
         with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
-            proc, url, _ = spawn_server(
+            with served(
                 ["--port", "0", "--redis", redis.url, "--workers", "0", "--data-dir", tmp,
                  "--max-connections-per-address", "100000",
                  "--max-creates-per-minute", "100000"]
-            )  # fmt: skip
-            threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
-            try:
+            ) as url:  # fmt: skip
                 result = asyncio.run(measure(url, args))
-            finally:
-                proc.terminate()
-                proc.wait(timeout=15)
     for phase in result["phases"]:
         err = phase["error_ms"]
         print(

@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,30 +120,27 @@ def measure(
     seed: int = 1,
 ) -> dict[str, Any]:
     """Both measurements on a private Redis, server and ``workers`` worker processes."""
-    from kibitz.server.cli.serve import spawn_server
+    from kibitz.server.cli.serve import served
     from kibitz.server.embedded_redis import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as store:
         limit = (
             [] if ai_games_limit is None else ["--max-ai-games-per-address", str(ai_games_limit)]
         )
-        proc, url, _ = spawn_server(
+        with served(
             ["--port", "0", "--redis", store.url, "--workers", "0", "--data-dir", tmp, *limit]
-        )
-        threading.Thread(target=lambda: [None for _ in proc.stdout or []], daemon=True).start()
-        pool = WorkerPool(store.url, workers)
-        try:
-            pool.wait_ready()
-            return asyncio.run(
-                asyncio.wait_for(
-                    _measure(url, pool, samples, flood_games, flood_addresses, kills, seed),
-                    timeout=max_seconds,
+        ) as url:
+            pool = WorkerPool(store.url, workers)
+            try:
+                pool.wait_ready()
+                return asyncio.run(
+                    asyncio.wait_for(
+                        _measure(url, pool, samples, flood_games, flood_addresses, kills, seed),
+                        timeout=max_seconds,
+                    )
                 )
-            )
-        finally:
-            pool.stop()
-            proc.terminate()
-            proc.wait(timeout=15)
+            finally:
+                pool.stop()
 
 
 class WorkerPool:

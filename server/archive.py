@@ -204,15 +204,7 @@ class Archive:
     async def save(self, record: dict[str, Any]) -> None:
         """Store ``record`` (a dict from ``records.record_of``), replacing any row with
         its id."""
-        row = row_of(record)
-        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(games).values(**row)
-        statement = statement.on_conflict_do_update(
-            index_elements=[games.c.id],
-            set_={name: statement.excluded[name] for name in row if name != "id"},
-        )
-        async with self.engine.begin() as conn:
-            await conn.execute(statement)
+        await self._upsert(games, "id", row_of(record))
 
     async def save_analysis(self, analysis: dict[str, Any]) -> None:
         """Store a game's analysis (a dict from ``analysis.finished_analysis``), replacing
@@ -223,11 +215,15 @@ class Archive:
             "finished_ms": int(analysis["finished_ms"]),
             "analysis": analysis,
         }
+        await self._upsert(analyses, "game_id", row)
+
+    async def _upsert(self, table: sa.Table, key: str, row: dict[str, Any]) -> None:
+        """Insert ``row`` into ``table``, or replace the row with the same ``key``."""
         insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(analyses).values(**row)
+        statement = insert(table).values(**row)
         statement = statement.on_conflict_do_update(
-            index_elements=[analyses.c.game_id],
-            set_={name: statement.excluded[name] for name in row if name != "game_id"},
+            index_elements=[table.c[key]],
+            set_={name: statement.excluded[name] for name in row if name != key},
         )
         async with self.engine.begin() as conn:
             await conn.execute(statement)

@@ -11,7 +11,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from aiohttp import web
@@ -357,3 +359,16 @@ def spawn_server(
     process.kill()
     process.wait()
     raise RuntimeError("kibitz serve did not start:\n" + "".join(output))
+
+
+@contextlib.contextmanager
+def served(args: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """``kibitz serve ARGS`` running for the ``with`` block, its output discarded; its URL.
+    For benchmarks: the server is stopped (SIGTERM) when the block ends."""
+    process, url, _ = spawn_server(args, env)
+    threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

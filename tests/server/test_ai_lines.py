@@ -43,9 +43,7 @@ async def test_the_ais_line_is_kept_and_shown_only_after_the_game(live_server) -
                 record = await get_json(f"{url}/api/rooms/{room}/record")
                 assert record["events"] and not [e for e in record["events"] if "pv" in e]
                 await player.resume(room, player.tokens[room][1], since=0)
-                replay = await player.wait_state(
-                    room, lambda s: "missed" in (s.get("event") or {})
-                )
+                replay = await player.wait_state(room, lambda s: "missed" in (s.get("event") or {}))
                 assert replay["event"]["missed"] and not lines_in(replay)
             version = state["version"]
             await player.move(room, rng.choice(state["legal_moves"]), version)

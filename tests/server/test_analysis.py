@@ -7,7 +7,7 @@ game, typed errors; and the archived record keeps which engine played. The judgi
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import redis
 from kibitz.client.connection import KibitzClient, new_player_key, newer_than
 from kibitz.server import analysis
 from kibitz.server.archive import Archive
-from tests.conftest import ServerProcess, new_postgres_database, start_server
+from tests.conftest import ServerProcess, start_server
 from tests.server.test_archive import record as game_record
 from tests.server.test_games_api import FOOLS_MATE, archived, http_get, play_chess, until
 
@@ -166,17 +166,6 @@ async def test_judging_on_made_up_evaluations() -> None:
     # A missing evaluation leaves its moves unjudged.
     partial = analysis.summarise("chess", ["e2e4", "g7g5", "f2f3"], {0: evals[0], 1: evals[1]})
     assert [m["ply"] for m in partial["moves"]] == [1] and partial["accuracy"][1] is None
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def archive(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Archive]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'games.sqlite3'}"
-    else:
-        url = new_postgres_database(request.getfixturevalue("postgres"))
-    opened = await Archive.open(url)
-    yield opened
-    await opened.close()
 
 
 async def test_analyses_table_in_both_databases(archive: Archive) -> None:

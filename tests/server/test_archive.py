@@ -3,25 +3,11 @@ get, list by player and game, paging, idempotency; and the record shape."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from kibitz.server.archive import MAX_PAGE, Archive, ArchiveError
 from kibitz.server.records import record_of
 from kibitz.server.room import MoveRecord, Room, Seat
-from tests.conftest import new_postgres_database
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def archive(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[Archive]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'games.sqlite3'}"
-    else:
-        url = new_postgres_database(request.getfixturevalue("postgres"))
-    opened = await Archive.open(url)
-    yield opened
-    await opened.close()
 
 
 def record(game_id: str, ended_ms: int, players=(None, None), game="tictactoe") -> dict:
