@@ -47,14 +47,16 @@ TABLES: dict[str, StrengthTable] = {
         game="chess",
         scale=ABSOLUTE,
         reference="Stockfish 15.1 UCI_Elo (UCI_LimitStrength, 100 ms a move)",
-        command="kibitz calibrate chess --levels 1-7 --ratings 1350,1500,1650,1800,1950,2100 "
-        "--games 10",
+        command="kibitz calibrate chess --levels 1-8 --ratings 1350,1500,1650,1800,1950,2100 "
+        "--fit-only (five runs' results together; docs/search.md)",
         levels=(
-            LevelStrength(3, 1037, 808, 1265, 26),
-            LevelStrength(4, 1291, 1136, 1446, 28),
-            LevelStrength(5, 1362, 1228, 1496, 32),
-            LevelStrength(6, 1380, 1256, 1504, 38),
-            LevelStrength(7, 1620, 1488, 1753, 32),
+            LevelStrength(2, 623, 339, 907, 68),
+            LevelStrength(3, 869, 625, 1113, 74),
+            LevelStrength(4, 962, 736, 1187, 52),
+            LevelStrength(5, 1304, 1146, 1462, 28),
+            LevelStrength(6, 1538, 1418, 1659, 40),
+            LevelStrength(7, 1698, 1584, 1813, 44),
+            LevelStrength(8, 1802, 1664, 1941, 28),
         ),
     ),
 }

@@ -1,5 +1,6 @@
 """Bot levels (``shared/search/levels.py``): budgets and temperatures grow stronger with the
-level, and a game's own temperatures (chess, retuned by calibration) stay within the rule."""
+level, and a game's own temperatures (chess and Othello, retuned by calibration) stay within the
+rule."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ def test_levels_get_stronger_step_by_step(game: str) -> None:
     assert budget_for_level(game, 8).depth is None  # level 8 searches on the clock
 
 
-def test_chess_has_its_own_temperatures_and_others_keep_theirs() -> None:
-    assert [temperature_for_level(level, "chess") for level in (1, 5, 6)] == [0.7, 0.13, 0.08]
-    assert temperature_for_level(1, "othello") == temperature_for_level(1) == 3.0
+def test_retuned_games_have_their_own_temperatures_and_others_keep_theirs() -> None:
+    chess = [temperature_for_level(level, "chess") for level in (1, 2, 5, 6)]
+    assert chess == [0.7, 0.7, 0.2, 0.08]
+    assert temperature_for_level(3, "othello") == 0.5  # Othello's retune
+    assert temperature_for_level(3, "draughts") == temperature_for_level(3) == 0.8
     with pytest.raises(ValueError, match="level"):
         temperature_for_level(0, "chess")
