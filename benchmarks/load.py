@@ -7,22 +7,32 @@ target must be a loopback address unless ``--allow-remote`` is given.
 
 With ``--spectators N`` it plays one game instead, watched by N spectators (spread over
 the ``--url`` nodes given), and times each move's fan-out: from the mover's send until
-the last spectator has the new state. On the private server it also reports the
-server's memory per idle connection (its RSS growth while the spectators connect).
+the last spectator has the new state. The spectators are raw sockets in
+``--spectator-procs P`` child processes (``spectators.py``; spectator i in process
+i mod P), so that reading a thousand frames per move loads those processes rather than
+the bench's own: each child tells the bench when its last spectator got each version,
+and the fan-out ends at the latest of them. On the private server it also reports the
+server's memory per idle connection (its RSS growth while the spectators connect) and
+the CPU per move while the moves fan out, the server's and the bench clients' (the
+bench's process plus its spectators' processes).
 
 With ``--nodes N`` the private server is a local cluster: N ``kibitz serve`` nodes on
 loopback sharing one private Redis, and the clients are spread over them (game i's two
 players on node i mod N). The server CPU per move is then the sum over the nodes, and the
-Redis's own CPU per move is reported beside it.
+Redis's own CPU per move is reported beside it. ``--cpu-limit CORES`` caps each of those
+nodes at that share of the CPU (``cpu_limit.py``), so a small machine can show how
+throughput grows with nodes when the nodes, not the machine, are the limit.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,11 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-import aiohttp
-import msgpack
-
-from kibitz.client.connection import KibitzClient, ServerError, newer_than, ws_url
-from kibitz.shared.protocol import Codec
+from kibitz.benchmarks.cpu_limit import CpuLimitError, CpuLimits, find_controller, quota_us
+from kibitz.benchmarks.spectators import MAX_PROCS, Spectators
+from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,6 +70,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"play one game watched by this many spectators (at most {MAX_SPECTATORS}) "
         "and time the fan-out",
     )
+    parser.add_argument(
+        "--spectator-procs",
+        type=int,
+        default=2,
+        metavar="P",
+        help=f"with --spectators: run the spectators in this many child processes (1-"
+        f"{MAX_PROCS}; spectator i in process i mod P), so that reading their frames does "
+        "not make the bench, rather than the server, the bottleneck",
+    )
     parser.add_argument("--codec", choices=("json", "msgpack"), default="json")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
@@ -82,12 +99,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="pin node i to CPU i mod the CPUs available (sched_setaffinity); Redis and the "
         "bench stay unpinned",
     )
+    parser.add_argument(
+        "--cpu-limit",
+        type=float,
+        default=None,
+        metavar="CORES",
+        help="cap each node of the private cluster at this many cores (a control group "
+        "each, like a container's CPU limit; needs root), so on a small machine the nodes "
+        "rather than the machine are the bottleneck: compare --nodes 1 and --nodes 2 at "
+        "the same limit with the load doubled",
+    )
     parser.set_defaults(func=run)
 
 
 MAX_SPECTATORS = 10_000
 MAX_NODES = 8
-OPENING_AT_ONCE = 50  # spectator connections being opened at the same time
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -162,75 +188,14 @@ async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: L
         await b.close()
 
 
-class Spectators:
-    """Raw sockets (aiohttp's client, lighter than a full client: a thousand of them share
-    the bench's process) watching one room. For each state version it notes when the
-    last of them received it."""
-
-    def __init__(self, room: str, codec: Codec) -> None:
-        self.room = room
-        self.codec = codec
-        self.count = 0
-        self.seen: dict[int, int] = {}  # version -> spectators that have it
-        self.complete: dict[int, float] = {}  # version -> when the last one got it
-        self.changed = asyncio.Event()
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        self.readers: list[asyncio.Task[None]] = []
-
-    async def add(self, url: str) -> None:
-        """Connect, watch the room until its state arrives, then read on in the background."""
-        ws = await self.session.ws_connect(
-            ws_url(url, self.codec),
-            timeout=aiohttp.ClientWSTimeout(ws_close=2.0),
-            max_msg_size=2**22,
-            compress=15,  # offer per-message deflate, as browsers do
-        )
-        await ws.send_str(json.dumps({"type": "watch", "room": self.room}))
-        while True:
-            message = _message(await ws.receive(timeout=60))
-            if message.get("type") == "error":
-                raise ServerError(message["code"], message["message"])
-            if message.get("type") == "state":
-                break
-        self.count += 1
-        self.readers.append(asyncio.create_task(self._read(ws, message["version"])))
-
-    async def _read(self, ws: aiohttp.ClientWebSocketResponse, newest: int) -> None:
-        async for frame in ws:
-            message = _message(frame)
-            if message.get("type") != "state" or message["version"] <= newest:
-                continue
-            newest = message["version"]
-            self.seen[newest] = self.seen.get(newest, 0) + 1
-            if self.seen[newest] == self.count:
-                self.complete[newest] = time.perf_counter()
-                self.changed.set()
-
-    async def all_have(self, version: int, timeout: float = 60.0) -> float:
-        """When the last spectator received ``version`` (waiting for it if need be)."""
-        async with asyncio.timeout(timeout):
-            while version not in self.complete:
-                self.changed.clear()
-                await self.changed.wait()
-        return self.complete[version]
-
-    async def close(self) -> None:
-        for reader in self.readers:
-            reader.cancel()
-        await self.session.close()
+def _children_cpu_seconds() -> float:
+    """The CPU time of this process's children that have ended and been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
-def _message(frame: aiohttp.WSMessage) -> dict[str, Any]:
-    """A received frame's message (an empty dict for control frames)."""
-    if frame.type == aiohttp.WSMsgType.TEXT:
-        message: dict[str, Any] = json.loads(frame.data)
-    elif frame.type == aiohttp.WSMsgType.BINARY:
-        message = msgpack.unpackb(frame.data, raw=False)
-    elif frame.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-        raise ConnectionError("a spectator's socket closed")
-    else:
-        message = {}
-    return message
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -263,10 +228,12 @@ async def drive_spectators(
     urls: list[str], args: argparse.Namespace, server_pid: int | None = None
 ) -> dict[str, Any]:
     """One game of ``args.game`` watched by ``args.spectators`` clients spread over
-    ``urls``: the move latency to the opponent, the fan-out to the last spectator and,
-    given the server's pid, its RSS per idle connection."""
+    ``urls`` and over ``args.spectator_procs`` child processes: the move latency to the
+    opponent, the fan-out to the last spectator and, given the server's pid, its RSS per
+    idle connection."""
     stats = LoadStats()
     fanout_ms: list[float] = []
+    moves_cpu: dict[str, float] = {}  # "server", "client": CPU ms per move while moving
     rng = random.Random(args.seed)
     started = time.perf_counter()
     a = await KibitzClient.open(urls[0], codec=args.codec, open_timeout=60)
@@ -277,20 +244,20 @@ async def drive_spectators(
         room = (await a.create(args.game, seat=0))["room"]
         await b.join(room)
         state = await a.wait_state(room, lambda s: s["status"] == "playing")
-        spectators = Spectators(room, args.codec)
         rss_before = _rss_bytes(server_pid) if server_pid else 0
-        opening = asyncio.Semaphore(OPENING_AT_ONCE)
-
-        async def spectate(i: int) -> None:
-            async with opening:
-                assert spectators is not None
-                await spectators.add(urls[i % len(urls)])
-
-        await asyncio.gather(*(spectate(i) for i in range(args.spectators)))
+        # The children outlive no bench: they stop by themselves after max_seconds too.
+        spectators = Spectators(
+            room, args.codec, urls, args.spectators, args.spectator_procs, args.max_seconds
+        )
+        spectators.start()
+        await spectators.ready(timeout=args.max_seconds)
         if server_pid:
             await asyncio.sleep(0.5)  # let the server settle after the last watch
             rss_per_connection = (_rss_bytes(server_pid) - rss_before) / args.spectators
         players = {0: a, 1: b}
+        # CPU while the moves fan out (connecting the spectators is not counted here).
+        server_cpu_before = _cpu_seconds(server_pid) if server_pid else None
+        client_cpu_before = time.process_time()
         while state["status"] == "playing":
             mover, other = players[state["to_move"]], players[1 - state["to_move"]]
             version = state["version"]
@@ -303,6 +270,14 @@ async def drive_spectators(
             fanout_ms.append((last - sent) * 1000)
             stats.moves += 1
         stats.games += 1
+        if stats.moves:
+            parent_cpu = time.process_time() - client_cpu_before
+            server_cpu_after = _cpu_seconds(server_pid) if server_pid else None
+            children_cpu = await spectators.stop()  # their CPU from ready to here
+            if children_cpu is not None:
+                moves_cpu["client"] = (parent_cpu + children_cpu) * 1000 / stats.moves
+            if server_cpu_before is not None and server_cpu_after is not None:
+                moves_cpu["server"] = (server_cpu_after - server_cpu_before) * 1000 / stats.moves
     finally:
         await a.close()
         await b.close()
@@ -312,11 +287,14 @@ async def drive_spectators(
     out.update(
         game=args.game,
         concurrency=1,
-        connections=2 + spectators.count if spectators is not None else 2,
+        connections=2 + args.spectators,
         codec=args.codec,
         spectators=args.spectators,
+        spectator_procs=spectators.procs if spectators is not None else args.spectator_procs,
         fanout_ms=percentiles(fanout_ms),
         rss_bytes_per_connection=None if rss_per_connection is None else round(rss_per_connection),
+        fanout_server_cpu_ms_per_move=_rounded(moves_cpu.get("server")),
+        fanout_client_cpu_ms_per_move=_rounded(moves_cpu.get("client")),
     )
     return out
 
@@ -363,6 +341,7 @@ async def measure(
         stats.count_error(exc)
         out = stats.summary(0.0)
         out.update(game=args.game, concurrency=1, codec=args.codec, spectators=args.spectators)
+        out.update(spectator_procs=args.spectator_procs)
         out.update(connections=0, fanout_ms=None, rss_bytes_per_connection=None)
         return out
 
@@ -371,12 +350,22 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.nodes <= MAX_NODES:
         print(f"kibitz bench load: --nodes must be 1-{MAX_NODES}", file=sys.stderr)
         return 2
-    if args.url and (args.nodes != 1 or args.pin):
-        print("kibitz bench load: --nodes and --pin start a private cluster; not with --url",
-              file=sys.stderr)  # fmt: skip
+    if args.url and (args.nodes != 1 or args.pin or args.cpu_limit is not None):
+        print("kibitz bench load: --nodes, --pin and --cpu-limit start a private cluster; "
+              "not with --url", file=sys.stderr)  # fmt: skip
         return 2
+    if args.cpu_limit is not None:
+        try:
+            quota_us(args.cpu_limit)
+            find_controller()
+        except (ValueError, CpuLimitError) as exc:
+            print(f"kibitz bench load: --cpu-limit: {exc}", file=sys.stderr)
+            return 2
     if not 0 <= args.spectators <= MAX_SPECTATORS:
         print(f"kibitz bench load: --spectators must be 0-{MAX_SPECTATORS}", file=sys.stderr)
+        return 2
+    if not 1 <= args.spectator_procs <= MAX_PROCS:
+        print(f"kibitz bench load: --spectator-procs must be 1-{MAX_PROCS}", file=sys.stderr)
         return 2
     if args.url:
         for url in args.url:
@@ -404,13 +393,20 @@ def run(args: argparse.Namespace) -> int:
         if result["fanout_ms"]:
             fan = result["fanout_ms"]
             print(
-                f"move -> last of {result['spectators']} spectators sees it: p50 {fan['p50']} "
-                f"ms, p99 {fan['p99']} ms, max {fan['max']} ms"
+                f"move -> last of {result['spectators']} spectators "
+                f"({result['spectator_procs']} processes) sees it: p50 {fan['p50']} ms, "
+                f"p99 {fan['p99']} ms, max {fan['max']} ms"
             )
         if result["rss_bytes_per_connection"] is not None:
             print(f"server memory per idle connection: {result['rss_bytes_per_connection']} B")
         if result["server_cpu_ms_per_move"] is not None:
             print(f"server CPU per move: {result['server_cpu_ms_per_move']} ms")
+        if result.get("fanout_server_cpu_ms_per_move") is not None:
+            print(
+                f"while the moves fan out (spectators' connections not counted): server "
+                f"{result['fanout_server_cpu_ms_per_move']} ms, bench clients "
+                f"{result['fanout_client_cpu_ms_per_move']} ms of CPU per move"
+            )
         # The last line is always JSON (the figures issue 10 asks for).
         print(json.dumps({key: result.get(key) for key in SUMMARY_KEYS}))
     return 0 if result["errors"] == 0 else 1
@@ -430,7 +426,12 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
     from kibitz.server.cli.serve import spawn_server
     from kibitz.server.embedded_redis import EmbeddedRedis
 
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmbeddedRedis(tmp, persist=False) as redis,
+        contextlib.ExitStack() as stack,
+    ):
+        limits = None if args.cpu_limit is None else stack.enter_context(CpuLimits(args.cpu_limit))
         # All the bench's clients share one loopback address: lift the per-address limits.
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
@@ -450,18 +451,23 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 ).start()
                 if args.pin:
                     os.sched_setaffinity(proc.pid, {cpus[i % len(cpus)]})
+                if limits is not None:
+                    limits.limit(proc.pid)
             redis_pid = redis.process.pid if redis.process is not None else None
             pids = [proc.pid for proc in procs]
             cpu_before = [_cpu_seconds(pid) for pid in pids]
             redis_before = _cpu_seconds(redis_pid) if redis_pid else None
             # Memory per connection is measured on a single node only.
-            client_before = time.process_time()
+            client_before = time.process_time() + _children_cpu_seconds()
             result = asyncio.run(measure(urls, args, pids[0] if len(pids) == 1 else None))
-            client_cpu = time.process_time() - client_before  # this bench's clients
+            # This bench's clients: its own process and its spectators' (ended and waited
+            # for by now; the nodes and Redis are not waited for until later).
+            client_cpu = time.process_time() + _children_cpu_seconds() - client_before
             time.sleep(0.5)  # the server finishes with the closed connections: that counts
             cpu_after = [_cpu_seconds(pid) for pid in pids]
             redis_after = _cpu_seconds(redis_pid) if redis_pid else None
             result["nodes"] = args.nodes
+            result["cpu_limit"] = args.cpu_limit
             # Room updates the nodes' listeners decoded, per move: about 1 when each room's
             # players share a node (a node hears only the rooms it serves), N if every node
             # heard every room.
