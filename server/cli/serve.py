@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -262,6 +263,17 @@ def start_worker(redis_url: str, engines: list[str] | None = None) -> subprocess
     )
 
 
+def freeze_startup_heap() -> int:
+    """Keep what start-up made (modules, the app, its pools: it lives as long as the
+    process) out of the garbage collector's full passes, which then walk only what
+    clients and games make; returns how many objects that is. With 1,000 connections on
+    a node the longest full pass fell from about 110 ms to about 40 ms (docs/performance.md,
+    Spectators)."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 async def _serve(
     app: web.Application,
     host: str,
@@ -275,6 +287,7 @@ async def _serve(
     site = web.TCPSite(runner, host, port)
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
+    freeze_startup_heap()
     display_host = f"[{host}]" if ":" in host else host
     print(f"kibitz listening on http://{display_host}:{bound}", flush=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import threading
 import urllib.request
+import weakref
 
 import pytest
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.cli.serve import spawn_server
+from kibitz.server.cli.serve import freeze_startup_heap, spawn_server
 
 pytestmark = pytest.mark.asyncio
 
@@ -104,3 +106,23 @@ async def test_serve_refuses_a_bad_engine_spec(tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode != 0
     assert "kibitz serve: --engine" in done.stderr and "chess only" in done.stderr
+
+
+async def test_startup_heap_is_frozen_and_later_garbage_still_collected() -> None:
+    """``kibitz serve`` freezes what start-up made (full collections then skip it); what is
+    made afterwards, cycles included, is still collected."""
+
+    class Node:
+        other: object = None
+
+    try:
+        frozen = freeze_startup_heap()
+        assert frozen > 0 and frozen == gc.get_freeze_count()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert gone() is None
+    finally:
+        gc.unfreeze()
