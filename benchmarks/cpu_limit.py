@@ -8,6 +8,9 @@ gives. Linux control groups do the capping: cgroup v2's ``cpu.max`` where the un
 hierarchy offers the ``cpu`` controller, else cgroup v1's ``cpu`` controller
 (``cpu.cfs_quota_us``). Both need root (or a delegated hierarchy).
 
+``cpu_seconds`` reads the CPU time a process has used, which is how the benches (and the
+test of the quota) see what a node cost.
+
 The quota is granted per short period (10 ms), so a capped process waits at most about a
 period once it has used its share, rather than the 100 ms of the kernel's default period.
 """
@@ -101,3 +104,15 @@ class CpuLimits:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used so far, from
+    ``/proc/PID/stat``; None where there is no such file."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command name: state is field 3, utime 14 and stime 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -44,7 +44,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from kibitz.benchmarks.cpu_limit import CpuLimitError, CpuLimits, find_controller, quota_us
+from kibitz.benchmarks.cpu_limit import (
+    CpuLimitError,
+    CpuLimits,
+    cpu_seconds,
+    find_controller,
+    quota_us,
+)
 from kibitz.benchmarks.spectators import MAX_PROCS, Spectators
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
@@ -188,7 +194,7 @@ async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: L
         await b.close()
 
 
-def _children_cpu_seconds() -> float:
+def _childrencpu_seconds() -> float:
     """The CPU time of this process's children that have ended and been waited for."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -196,18 +202,6 @@ def _children_cpu_seconds() -> float:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """The CPU time (user + system) process ``pid`` has used so far, from
-    ``/proc/PID/stat``; None where there is no such file."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    # After the command name: state is field 3, utime 14 and stime 15 (1-based).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: The keys of the JSON line every run ends with (issue 10), in this order.
@@ -256,7 +250,7 @@ async def drive_spectators(
             rss_per_connection = (_rss_bytes(server_pid) - rss_before) / args.spectators
         players = {0: a, 1: b}
         # CPU while the moves fan out (connecting the spectators is not counted here).
-        server_cpu_before = _cpu_seconds(server_pid) if server_pid else None
+        server_cpu_before = cpu_seconds(server_pid) if server_pid else None
         client_cpu_before = time.process_time()
         while state["status"] == "playing":
             mover, other = players[state["to_move"]], players[1 - state["to_move"]]
@@ -272,7 +266,7 @@ async def drive_spectators(
         stats.games += 1
         if stats.moves:
             parent_cpu = time.process_time() - client_cpu_before
-            server_cpu_after = _cpu_seconds(server_pid) if server_pid else None
+            server_cpu_after = cpu_seconds(server_pid) if server_pid else None
             children_cpu = await spectators.stop()  # their CPU from ready to here
             if children_cpu is not None:
                 moves_cpu["client"] = (parent_cpu + children_cpu) * 1000 / stats.moves
@@ -455,17 +449,17 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                     limits.limit(proc.pid)
             redis_pid = redis.process.pid if redis.process is not None else None
             pids = [proc.pid for proc in procs]
-            cpu_before = [_cpu_seconds(pid) for pid in pids]
-            redis_before = _cpu_seconds(redis_pid) if redis_pid else None
+            cpu_before = [cpu_seconds(pid) for pid in pids]
+            redis_before = cpu_seconds(redis_pid) if redis_pid else None
             # Memory per connection is measured on a single node only.
-            client_before = time.process_time() + _children_cpu_seconds()
+            client_before = time.process_time() + _childrencpu_seconds()
             result = asyncio.run(measure(urls, args, pids[0] if len(pids) == 1 else None))
             # This bench's clients: its own process and its spectators' (ended and waited
             # for by now; the nodes and Redis are not waited for until later).
-            client_cpu = time.process_time() + _children_cpu_seconds() - client_before
+            client_cpu = time.process_time() + _childrencpu_seconds() - client_before
             time.sleep(0.5)  # the server finishes with the closed connections: that counts
-            cpu_after = [_cpu_seconds(pid) for pid in pids]
-            redis_after = _cpu_seconds(redis_pid) if redis_pid else None
+            cpu_after = [cpu_seconds(pid) for pid in pids]
+            redis_after = cpu_seconds(redis_pid) if redis_pid else None
             result["nodes"] = args.nodes
             result["cpu_limit"] = args.cpu_limit
             # Room updates the nodes' listeners decoded, per move: about 1 when each room's

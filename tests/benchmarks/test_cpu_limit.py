@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from kibitz.benchmarks.cpu_limit import (
     PERIOD_US,
     CpuLimitError,
     CpuLimits,
+    cpu_seconds,
     find_controller,
     quota_us,
 )
@@ -33,10 +33,10 @@ def test_no_cgroup_is_a_clear_error(tmp_path: Path) -> None:
         find_controller(tmp_path)
 
 
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _used(pid: int) -> float:
+    used = cpu_seconds(pid)
+    assert used is not None
+    return used
 
 
 def test_a_capped_process_gets_its_share_and_the_group_goes() -> None:
@@ -51,9 +51,9 @@ def test_a_capped_process_gets_its_share_and_the_group_goes() -> None:
             group = limits.limit(busy.pid)
             assert str(busy.pid) in (group / "cgroup.procs").read_text().split()
             time.sleep(0.2)
-            cpu0, t0 = _cpu_seconds(busy.pid), time.monotonic()
+            cpu0, t0 = _used(busy.pid), time.monotonic()
             time.sleep(1.5)
-            share = (_cpu_seconds(busy.pid) - cpu0) / (time.monotonic() - t0)
+            share = (_used(busy.pid) - cpu0) / (time.monotonic() - t0)
             busy.kill()
             busy.wait()
         assert 0.1 <= share <= 0.35, share  # unlimited, it would take a whole core

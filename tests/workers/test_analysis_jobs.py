@@ -41,6 +41,17 @@ def _record() -> dict[str, Any]:
     return {**RECORD, "start": game.format_position(game.initial())}
 
 
+def _chess_record(game_id: str, moves: tuple[str, ...]) -> dict[str, Any]:
+    """A finished chess game from the start position, as the archive hands it over."""
+    chess = find_game("chess")
+    return {
+        "id": game_id,
+        "game": "chess",
+        "start": chess.format_position(chess.initial()),
+        "moves": [{"move": m} for m in moves],
+    }
+
+
 def _start_analysis(url: str, record: dict[str, Any]) -> str:
     async def go() -> str:
         client = aioredis.from_url(url, decode_responses=True)
@@ -139,13 +150,7 @@ def test_analysis_gone_drops_its_jobs(private_redis) -> None:
 
 def test_a_live_job_cuts_a_running_analysis_search_short(private_redis) -> None:
     r = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    chess = find_game("chess")
-    record = {
-        "id": "c" * 32,
-        "game": "chess",
-        "start": chess.format_position(chess.initial()),
-        "moves": [{"move": m} for m in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6")],
-    }
+    record = _chess_record("c" * 32, ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6"))
     assert _start_analysis(private_redis.url, record) == analysis.StartOutcome.STARTED
     worker = start_worker(private_redis.url, "w1", lease_ms=5000)
     try:
@@ -164,13 +169,7 @@ def test_a_live_job_cuts_a_running_analysis_search_short(private_redis) -> None:
 
 def test_killed_worker_process_mid_analysis_job(private_redis) -> None:
     r = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    chess = find_game("chess")
-    record = {
-        "id": "d" * 32,
-        "game": "chess",
-        "start": chess.format_position(chess.initial()),
-        "moves": [{"move": m} for m in ("d2d4", "d7d5", "c2c4")],
-    }
+    record = _chess_record("d" * 32, ("d2d4", "d7d5", "c2c4"))
     assert _start_analysis(private_redis.url, record) == analysis.StartOutcome.STARTED
     doomed = start_worker(private_redis.url, "doomed", lease_ms=1000)
     survivor = None
