@@ -13,6 +13,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -482,39 +483,73 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
 # -- WebSocket --------------------------------------------------------------------------------
 
 
-async def websocket(request: web.Request) -> web.StreamResponse:
-    app = request.app
+class Refusal(Exception):
+    """A WebSocket handshake turned away: the HTTP status and the typed error to send."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_message(code, message)
+
+
+async def admit(app: web.Application, remote: str | None, headers: Mapping[str, str]) -> str:
+    """Decide whether a WebSocket handshake may go ahead; the client's address (counted in
+    the per-address connections: :func:`session_closed` counts it out), or :class:`Refusal`.
+    The same checks for both ways a socket arrives (server/edge.py and the aiohttp route)."""
     limits = app[LIMITS_KEY]
-    if not origin_allowed(request, limits.allowed_origins):
-        return web.json_response(
-            error_message("auth/origin", "WebSockets from this origin are not allowed"),
-            status=403,
-        )
+    if not origin_allowed(headers, limits.allowed_origins):
+        raise Refusal(403, "auth/origin", "WebSockets from this origin are not allowed")
     if app[HUB_KEY].draining:
-        return web.json_response(
-            error_message("server/unavailable", "this node is shutting down; use another"),
-            status=503,
-        )
-    address = client_address(request, limits.trusted_proxies)
-    limiter = app[LIMITER_KEY]
+        raise Refusal(503, "server/unavailable", "this node is shutting down; use another")
+    address = client_address(remote, headers, limits.trusted_proxies)
     try:
-        await limiter.connect(address)
+        await app[LIMITER_KEY].connect(address)
     except LimitExceeded as exc:
-        return web.json_response(error_message(exc.code, exc.message), status=429)
+        raise Refusal(429, exc.code, exc.message) from None
     except (aioredis.RedisError, OSError):
-        return web.json_response(
-            error_message("server/unavailable", "storage unavailable; try again"), status=503
-        )
+        raise Refusal(503, "server/unavailable", "storage unavailable; try again") from None
+    return address
+
+
+def open_session(app: web.Application, conn: Connection, address: str) -> Session:
+    """A socket is open: register it, greet it, and give it its session."""
+    app[HUB_KEY].add(conn)
+    app[METRICS_KEY].connections.inc()
+    conn.send(welcome_message(app[NODE_KEY]))
+    return Session(app, conn, address)
+
+
+async def session_closed(session: Session) -> None:
+    """The socket is gone: its seeks go, its rooms are told, its address counted out."""
+    app, conn = session.app, session.conn
+    app[METRICS_KEY].connections.dec()
     try:
-        return await _serve_socket(request, address)
-    finally:
-        try:
-            await limiter.disconnect(address)
-        except (aioredis.RedisError, OSError) as exc:
-            log.warning("could not count a connection out: %s", type(exc).__name__)
+        await app[SEEKS_KEY].closed(session)  # its seeks go with it
+    except (aioredis.RedisError, OSError) as exc:
+        log.warning("could not remove a closed connection's seeks: %s", exc)
+    try:
+        for room_id in await app[HUB_KEY].remove(conn):
+            await app[SERVICE_KEY].publish_presence(room_id)
+    except (aioredis.RedisError, OSError) as exc:
+        log.warning("presence update failed: %s", exc)
+    await address_closed(app, session.address)
 
 
-async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResponse:
+async def address_closed(app: web.Application, address: str) -> None:
+    try:
+        await app[LIMITER_KEY].disconnect(address)
+    except (aioredis.RedisError, OSError) as exc:
+        log.warning("could not count a connection out: %s", type(exc).__name__)
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    """``GET /ws`` on a connection aiohttp already serves: a WebSocket upgrade on a
+    kept-alive HTTP connection (a fresh connection's upgrade is taken by server/edge.py
+    before aiohttp sees it)."""
+    try:
+        address = await admit(request.app, request.remote, request.headers)
+    except Refusal as refused:
+        return web.json_response(refused.body, status=refused.status)
     app = request.app
     ws = web.WebSocketResponse(
         max_msg_size=HARD_FRAME_LIMIT,
@@ -525,31 +560,18 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
     try:
         await ws.prepare(request)
     except ConnectionResetError:  # the client gave up before we answered: nothing to do
+        await address_closed(app, address)
         return ws
     codec: Codec = "msgpack" if request.query.get("codec") == "msgpack" else "json"
     conn = Connection(ws, codec, request.transport)
-    hub = app[HUB_KEY]
-    hub.add(conn)
-    app[METRICS_KEY].connections.inc()
-    conn.send(welcome_message(app[NODE_KEY]))
-    session = Session(app, conn, address)
+    session = open_session(app, conn, address)
     try:
-        if hub.draining:  # upgraded as the node began to shut down: reconnect elsewhere
+        if app[HUB_KEY].draining:  # upgraded as the node began to shut down: go elsewhere
             await conn.close(WSCloseCode.GOING_AWAY, b"shutting down")
         async for frame in ws:
-            if hub.draining:
-                # Shutting down: no new request is taken (the client sends it again on its
-                # next connection); the one under way was finished before the 1001.
-                session.close_code, session.close_reason = WSCloseCode.GOING_AWAY, b"shutting down"
-                break
             if frame.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                session.received_ms = session.service.clock_ms()
-                conn.begin_request()
-                try:
-                    if not await session.on_frame(frame.data):
-                        break
-                finally:
-                    conn.end_request()
+                if not await session.handle(frame.data):
+                    break
             elif frame.type == WSMsgType.PING:
                 await ws.pong(frame.data)
             elif frame.type == WSMsgType.PONG and conn.lag is not None:
@@ -557,16 +579,8 @@ async def _serve_socket(request: web.Request, address: str) -> web.WebSocketResp
             elif frame.type == WSMsgType.ERROR:
                 break
     finally:
-        app[METRICS_KEY].connections.dec()
         try:
-            await app[SEEKS_KEY].closed(session)  # its seeks go with it
-        except (aioredis.RedisError, OSError) as exc:
-            log.warning("could not remove a closed connection's seeks: %s", exc)
-        try:
-            for room_id in await hub.remove(conn):
-                await app[SERVICE_KEY].publish_presence(room_id)
-        except (aioredis.RedisError, OSError) as exc:
-            log.warning("presence update failed: %s", exc)
+            await session_closed(session)
         finally:
             if not ws.closed:
                 await conn.close(session.close_code, session.close_reason)
@@ -600,6 +614,21 @@ class Session:
         self.received_ms = self.service.clock_ms()
         self.chat_rate = ChatRate()
         self.id = uuid.uuid4().hex  # names this connection to other nodes (seeks)
+
+    async def handle(self, data: str | bytes) -> bool:
+        """One data frame from the client; False when the connection must close (with
+        ``close_code`` and ``close_reason``)."""
+        if self.hub.draining:
+            # Shutting down: no new request is taken (the client sends it again on its
+            # next connection); the one under way was finished before the 1001.
+            self.close_code, self.close_reason = WSCloseCode.GOING_AWAY, b"shutting down"
+            return False
+        self.received_ms = self.service.clock_ms()
+        self.conn.begin_request()
+        try:
+            return await self.on_frame(data)
+        finally:
+            self.conn.end_request()
 
     async def on_frame(self, data: str | bytes) -> bool:
         """Handle one frame; False when the connection must close.

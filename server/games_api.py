@@ -151,7 +151,9 @@ async def start_analysis(request: web.Request) -> web.Response:
     if stored is not None and stored.get("status") == "done":
         return web.json_response(stored)
     queue = analysis.AnalysisQueue(request.app[server_app.REDIS_KEY])
-    address = client_address(request, request.app[server_app.LIMITS_KEY].trusted_proxies)
+    address = client_address(
+        request.remote, request.headers, request.app[server_app.LIMITS_KEY].trusted_proxies
+    )
     outcome = await queue.start(record, address)
     if outcome == analysis.StartOutcome.BUSY:
         return _error(429, "analysis/busy", "too many analyses under way; try again later")

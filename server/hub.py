@@ -22,10 +22,10 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType
 from redis.asyncio.client import PubSub
 
 from kibitz.server.background import raise_if_stopping, stop_tasks
@@ -109,20 +109,40 @@ def ws_frame(payload: bytes, opcode: int) -> bytes:
     return header + payload
 
 
+class Socket(Protocol):
+    """What a :class:`Connection` needs of its WebSocket: server/edge.py's own, or, for an
+    upgrade on a kept-alive HTTP connection, aiohttp's ``WebSocketResponse``."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def compress(self) -> int | bool: ...
+
+    async def send_frame(
+        self, message: bytes, opcode: WSMsgType, compress: int | None = None
+    ) -> None: ...
+
+    async def ping(self, message: bytes = b"") -> None: ...
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"") -> bool: ...
+
+
 class Connection:
     """One WebSocket client: its codec, how frames reach it and the rooms it follows.
 
     Without compression (the default) frames are written straight to the socket's
     transport, whose buffer is the send queue: a room's frame is built once and the same
     bytes are handed to every follower, with no task or copy per connection. With
-    per-message deflate negotiated, frames go through a queue and aiohttp's writer (it
-    compresses per connection). Either way the bounds are the same: a client with more
-    than MAX_QUEUED_BYTES waiting, or behind for more than MAX_BEHIND_S, is dropped.
+    per-message deflate negotiated, frames go through a queue and the socket's own
+    ``send_frame`` (it compresses per connection). Either way the bounds are the same: a
+    client with more than MAX_QUEUED_BYTES waiting, or behind for more than MAX_BEHIND_S,
+    is dropped.
     """
 
     def __init__(
         self,
-        ws: web.WebSocketResponse,
+        ws: Socket,
         codec: Codec,
         transport: asyncio.BaseTransport | None = None,
     ) -> None:
@@ -130,7 +150,7 @@ class Connection:
         self.transport = transport
         self.codec = codec
         self.opcode = opcode_for(codec)
-        #: The transport frames are written to directly (None: through aiohttp's writer).
+        #: The transport frames are written to directly (None: through ``ws.send_frame``).
         self.direct: asyncio.WriteTransport | None = (
             transport if isinstance(transport, asyncio.WriteTransport) and not ws.compress else None
         )

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
-from aiohttp import web
 
 from kibitz.server.store import NODES, PREFIX
 
@@ -45,15 +45,17 @@ class LimitExceeded(Exception):
         self.message = message
 
 
-def client_address(request: web.BaseRequest, trusted_proxies: frozenset[str]) -> str:
+def client_address(
+    remote: str | None, headers: Mapping[str, str], trusted_proxies: frozenset[str]
+) -> str:
     """The client's address: the peer, or, behind a trusted proxy, the address it saw.
 
     Only the last hop of ``X-Forwarded-For`` is used: that is the one our own proxy
     appended; anything before it came from the client and can be forged.
     """
-    peer = request.remote or "unknown"
+    peer = remote or "unknown"
     if peer in trusted_proxies:
-        forwarded = request.headers.get("X-Forwarded-For", "")
+        forwarded = headers.get("X-Forwarded-For", "")
         last = forwarded.rsplit(",", 1)[-1].strip()
         if last:
             try:
@@ -63,16 +65,16 @@ def client_address(request: web.BaseRequest, trusted_proxies: frozenset[str]) ->
     return peer
 
 
-def origin_allowed(request: web.BaseRequest, allowed: frozenset[str]) -> bool:
+def origin_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
     """Browsers send ``Origin`` on a WebSocket handshake; other clients usually do not.
 
     A page on another site must not open sockets in its visitors' names (cross-site
     WebSocket hijacking), so by default only our own origin is accepted.
     """
-    origin = request.headers.get("Origin")
+    origin = headers.get("Origin")
     if origin is None or "*" in allowed or origin in allowed:
         return True
-    host = request.headers.get("Host", "")
+    host = headers.get("Host", "")
     return origin in (f"http://{host}", f"https://{host}")
 
 

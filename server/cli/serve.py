@@ -23,9 +23,13 @@ from kibitz.server.app import REDIS_POOL_SIZE, create_app
 from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
 from kibitz.server.archiver import Lifetimes
 from kibitz.server.clocks import FIRST_MOVE_MS
+from kibitz.server.edge import Edge
 from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.server.limits import Limits
 from kibitz.workers.engines import parse_engine_specs
+
+#: Connections waiting to be accepted, at most (aiohttp's own default).
+LISTEN_BACKLOG = 128
 
 log = logging.getLogger("kibitz.serve")
 
@@ -284,15 +288,18 @@ async def _serve(
 ) -> int:
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = runner.addresses[0][1] if runner.addresses else port
+    assert runner.server is not None
+    # WebSockets are served by the edge, the rest by aiohttp (server/edge.py).
+    edge = Edge(app, runner.server)
+    loop = asyncio.get_running_loop()
+    listener = await loop.create_server(edge, host, port, backlog=LISTEN_BACKLOG)
+    edge.start()
+    bound = listener.sockets[0].getsockname()[1] if listener.sockets else port
     freeze_startup_heap()
     display_host = f"[{host}]" if ":" in host else host
     print(f"kibitz listening on http://{display_host}:{bound}", flush=True)
 
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
@@ -308,7 +315,9 @@ async def _serve(
             if proc.poll() is None:
                 proc.terminate()  # each finishes its search and leaves meanwhile
         # Stop accepting, let the requests under way finish, tell every client to
-        # reconnect (1001), wait for the handlers, then close Redis (Hub.drain).
+        # reconnect (1001), count them out, then close Redis (Hub.drain, Edge.shutdown).
+        listener.close()
+        await edge.shutdown()
         await runner.cleanup()
         for proc in workers:
             try:
