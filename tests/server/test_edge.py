@@ -1,19 +1,25 @@
 """The listening socket (server/edge.py): WebSockets on fresh connections are served by the
-edge, everything else by aiohttp, on one port and a real server process."""
+edge, everything else by aiohttp, on one port; a real server process, or a real node in the
+test's own event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import struct
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import websockets
+from aiohttp import web
 from websockets.frames import Frame, Opcode
 
-from kibitz.server.edge import MAX_HEAD_BYTES, is_websocket_upgrade
+from kibitz.server import edge as edge_module
+from kibitz.server.app import create_app
+from kibitz.server.edge import MAX_HEAD_BYTES, Edge, is_websocket_upgrade
 
 
 def test_only_a_websocket_upgrade_on_ws_stays_at_the_edge() -> None:
@@ -113,3 +119,51 @@ async def test_fragmented_messages_and_invalid_text(live_server) -> None:
     assert opcode == Opcode.CLOSE and struct.unpack("!H", payload[:2])[0] == 1007
     assert await asyncio.wait_for(reader.read(), 10) == b""  # and the connection closed
     writer.close()
+
+
+@contextlib.asynccontextmanager
+async def node_in_process(redis_url: str) -> AsyncIterator[tuple[Edge, int]]:
+    """One node in the test's own event loop, started and stopped as ``kibitz serve``
+    does; its edge and port."""
+    app = create_app(redis_url)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    assert runner.server is not None
+    edge = Edge(app, runner.server)
+    listener = await asyncio.get_running_loop().create_server(edge, "127.0.0.1", 0)
+    edge.start()
+    try:
+        yield edge, listener.sockets[0].getsockname()[1]
+    finally:
+        listener.close()
+        await edge.shutdown()
+        await runner.cleanup()
+
+
+async def test_a_silent_peer_is_pinged_then_dropped(redis_server, monkeypatch) -> None:
+    """Dead peers are found by the node's one sweep: a socket silent for KEEPALIVE_S is
+    pinged, and dropped if it stays silent; a client that answers stays."""
+    monkeypatch.setattr(edge_module, "KEEPALIVE_S", 0.4)
+    async with node_in_process(redis_server.url) as (edge, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)  # never answers
+        writer.write(upgrade_request())
+        assert (await read_head(reader)).startswith(b"HTTP/1.1 101")
+        assert json.loads((await read_frame(reader))[1])["type"] == "welcome"
+        url = f"ws://127.0.0.1:{port}/ws"
+        async with websockets.connect(url, ping_interval=None) as answers:  # pongs by itself
+            await answers.recv()
+            assert len(edge.sockets) == 2
+            opcode, _ = await read_frame(reader)
+            assert opcode == Opcode.PING
+            with contextlib.suppress(ConnectionResetError):
+                assert await asyncio.wait_for(reader.read(), 5) == b""  # dropped
+            writer.close()
+            await asyncio.sleep(1.0)  # more sweeps: the one that answers is kept
+            await answers.send(json.dumps({"type": "ping", "rid": 1}))
+            assert json.loads(await answers.recv())["rid"] == 1
+            assert len(edge.sockets) == 1
+        for _ in range(50):  # its close is counted once the closing handshake is done
+            if not edge.sockets:
+                break
+            await asyncio.sleep(0.05)
+        assert not edge.sockets and not edge.hub.connections
