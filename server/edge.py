@@ -64,7 +64,7 @@ _UPGRADE = re.compile(rb"\r\nupgrade:[ \t]*websocket[ \t]*\r\n", re.IGNORECASE)
 
 def is_websocket_upgrade(head: bytes) -> bool:
     """Whether a request head (up to its blank line) asks for a WebSocket on ``/ws``."""
-    return (head.startswith((b"GET /ws ", b"GET /ws?"))) and bool(_UPGRADE.search(head + b"\r\n"))
+    return head.startswith((b"GET /ws ", b"GET /ws?")) and bool(_UPGRADE.search(head + b"\r\n"))
 
 
 class Edge:
