@@ -293,6 +293,8 @@ class EdgeSocket(asyncio.Protocol):
         self.conn = Connection(self, codec, transport)
         self.session = server_app.open_session(app, self.conn, address)
         self.edge.sockets.add(self)
+        # As aiohttp logs the HTTP requests it serves (its access log).
+        log.info('%s "GET %s" 101 WebSocket (%s)', address, request.path, codec)
         if self.edge.hub.draining:  # upgraded as the node began to shut down
             await self.conn.close(1001, b"shutting down")
             return
