@@ -22,6 +22,7 @@ silent for KEEPALIVE_S is pinged, and dropped if still silent KEEPALIVE_S / 2 la
 from __future__ import annotations
 
 import asyncio
+import http
 import logging
 import re
 import time
@@ -62,7 +63,7 @@ TEARDOWN_S = 10.0
 _UPGRADE = re.compile(rb"\r\nupgrade:[ \t]*websocket[ \t]*\r\n", re.IGNORECASE)
 
 
-def is_websocket_upgrade(head: bytes) -> bool:
+def is_websocket_upgrade(head: bytes | bytearray) -> bool:
     """Whether a request head (up to its blank line) asks for a WebSocket on ``/ws``."""
     return head.startswith((b"GET /ws ", b"GET /ws?")) and bool(_UPGRADE.search(head + b"\r\n"))
 
@@ -154,7 +155,7 @@ class EdgeSocket(asyncio.Protocol):
                 if len(self.head) > MAX_HEAD_BYTES:
                     self._to_http()
                 return
-            if not is_websocket_upgrade(bytes(self.head[:end])):
+            if not is_websocket_upgrade(self.head[:end]):
                 self._to_http()
                 return
             data, self.head = bytes(self.head), None
@@ -307,8 +308,7 @@ class EdgeSocket(asyncio.Protocol):
             [("Content-Type", "application/json; charset=utf-8"),
              ("Content-Length", str(len(content))), ("Connection", "close")]
         )  # fmt: skip
-        reason = {403: "Forbidden", 429: "Too Many Requests"}.get(status, "Service Unavailable")
-        self.ws.send_response(Response(status, reason, headers, content))
+        self.ws.send_response(Response(status, http.HTTPStatus(status).phrase, headers, content))
         self._flush()
 
     def _on_frame(self, frame: Frame) -> None:
