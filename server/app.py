@@ -49,6 +49,7 @@ from kibitz.server.limits import (
     client_address,
     origin_allowed,
 )
+from kibitz.server.redis_link import Address, LinkedRedis, RedisLink
 from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import Room, RoomError, new_token, seat_for_token
 from kibitz.server.seeks import (
@@ -180,13 +181,17 @@ def static_dir() -> Path:
 
 
 def command_client(redis_url: str, pool_size: int) -> aioredis.Redis:
-    """The node's Redis client for commands: a bounded pool that waits for a free
-    connection (up to REDIS_POOL_WAIT_S) instead of failing or growing without limit.
+    """The node's Redis client for commands.
+
+    Its one-shot commands (a move's commit, presence, chat, limits) share one pipelined
+    connection, the :class:`~kibitz.server.redis_link.RedisLink`. Blocking reads and
+    transactions use a bounded pool that waits for a free connection (up to
+    REDIS_POOL_WAIT_S) instead of failing or growing without limit.
 
     Commands time out, so a hung Redis gives errors, not hung handlers. A command whose
-    connection broke (a Redis restart leaves stale pooled connections) is retried on a
-    fresh one; a command that timed out is not, since it may have run: every write here
-    is versioned or counted, and running it twice could count twice.
+    connection broke (a Redis restart leaves stale connections) is retried on a fresh
+    one; a command that timed out is not, since it may have run: every write here is
+    versioned or counted, and running it twice could count twice.
     """
     pool = BlockingConnectionPool.from_url(
         redis_url,
@@ -199,7 +204,10 @@ def command_client(redis_url: str, pool_size: int) -> aioredis.Redis:
             ExponentialBackoff(cap=0.5, base=0.05), 2, supported_errors=(aioredis.ConnectionError,)
         ),
     )
-    return aioredis.Redis.from_pool(pool)
+    address = Address.from_url(redis_url)
+    if address is None:  # TLS: the link does not speak it, so everything takes the pool
+        return aioredis.Redis.from_pool(pool)
+    return LinkedRedis(pool, RedisLink(address, REDIS_TIMEOUT_S, wait_s=REDIS_POOL_WAIT_S))
 
 
 def create_app(
