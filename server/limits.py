@@ -115,6 +115,15 @@ end
 return 1
 """
 
+#: One minute's room creations from one address; the key lives two minutes.
+_COUNT_CREATE = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return count
+"""
+
 CONNS_TTL_S = 86_400  # a key nobody touches for a day is gone even if a node miscounted
 
 
@@ -127,6 +136,7 @@ class AddressLimiter:
         self.limits = limits
         self._connect = redis.register_script(_CONNECT)
         self._disconnect = redis.register_script(_DISCONNECT)
+        self._count_create = redis.register_script(_COUNT_CREATE)
 
     async def connect(self, address: str) -> None:
         """Count a new connection; LimitExceeded past the per-address limit."""
@@ -149,11 +159,8 @@ class AddressLimiter:
         """Count a room creation; LimitExceeded past the per-minute limit."""
         minute = int(time.time() // 60)
         key = f"{PREFIX}addr:{address}:creates:{minute}"
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, 120)
-        count, _ = await pipe.execute()
-        if int(count) > self.limits.creates_per_minute:
+        count = int(await self._count_create(keys=[key], args=[120]))
+        if count > self.limits.creates_per_minute:
             raise LimitExceeded(
                 "rate/limited",
                 f"at most {self.limits.creates_per_minute} new rooms a minute per address",
