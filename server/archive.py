@@ -159,6 +159,7 @@ class Archive:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self._upserts: dict[str, Any] = {}  # table name -> its upsert statement
 
     @classmethod
     async def open(cls, url: str) -> Archive:
@@ -218,15 +219,21 @@ class Archive:
         await self._upsert(analyses, "game_id", row)
 
     async def _upsert(self, table: sa.Table, key: str, row: dict[str, Any]) -> None:
-        """Insert ``row`` into ``table``, or replace the row with the same ``key``."""
-        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(table).values(**row)
-        statement = statement.on_conflict_do_update(
-            index_elements=[table.c[key]],
-            set_={name: statement.excluded[name] for name in row if name != key},
-        )
+        """Insert ``row`` (every column of ``table``) into ``table``, or replace the row
+        with the same ``key``."""
+        statement = self._upserts.get(table.name)
+        if statement is None:  # built once per table: building it costs more than running it
+            insert = (
+                postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+            )
+            statement = insert(table)
+            statement = statement.on_conflict_do_update(
+                index_elements=[table.c[key]],
+                set_={c.name: statement.excluded[c.name] for c in table.c if c.name != key},
+            )
+            self._upserts[table.name] = statement
         async with self.engine.begin() as conn:
-            await conn.execute(statement)
+            await conn.execute(statement, row)
 
     async def get_analysis(self, game_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:
