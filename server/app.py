@@ -29,7 +29,7 @@ from prometheus_client import (
 )
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import ExponentialBackoff
 
 from kibitz.server import analysis, games_api
 from kibitz.server import room as rooms
@@ -180,7 +180,7 @@ def static_dir() -> Path:
     return Path(str(resources.files("kibitz.client").joinpath("static")))
 
 
-def command_client(redis_url: str, pool_size: int) -> aioredis.Redis:
+def command_client(redis_url: str, pool_size: int) -> LinkedRedis:
     """The node's Redis client for commands.
 
     Its one-shot commands (a move's commit, presence, chat, limits) share one pipelined
@@ -204,10 +204,8 @@ def command_client(redis_url: str, pool_size: int) -> aioredis.Redis:
             ExponentialBackoff(cap=0.5, base=0.05), 2, supported_errors=(aioredis.ConnectionError,)
         ),
     )
-    address = Address.from_url(redis_url)
-    if address is None:  # TLS: the link does not speak it, so everything takes the pool
-        return aioredis.Redis.from_pool(pool)
-    return LinkedRedis(pool, RedisLink(address, REDIS_TIMEOUT_S, wait_s=REDIS_POOL_WAIT_S))
+    link = RedisLink(Address.from_url(redis_url), REDIS_TIMEOUT_S, wait_s=REDIS_POOL_WAIT_S)
+    return LinkedRedis(pool, link)
 
 
 def create_app(
@@ -235,22 +233,16 @@ def create_app(
     async def startup(app: web.Application) -> None:
         app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
         log.info("finished games go to %s", display_url(database_url))
-        # Commands time out (a hung Redis gives errors, not hung handlers); the pub/sub
-        # listener waits indefinitely, so it gets a client of its own.
+        # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
+        # listener waits indefinitely, on a subscription of its own (server/hub.py).
         redis = command_client(redis_url, redis_pool)
-        pubsub_redis = aioredis.from_url(
-            redis_url,
-            decode_responses=True,
-            socket_connect_timeout=5,
-            retry=Retry(NoBackoff(), 0),  # the hub reconnects (and re-syncs) itself
-        )
         await redis.ping()
         store = RoomStore(redis, app[NODE_KEY], lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
         await store.heartbeat()
         await store.ensure_groups()
         service = RoomService(store, app[LIMITS_KEY].ai_games_per_address, first_move_ms)
         await service.sync_clock()
-        hub = Hub(pubsub_redis, service, app[NODE_KEY])
+        hub = Hub(redis.link.address, service, app[NODE_KEY])
         app[CHAT_KEY] = ChatStore(redis)
         app[SEEKS_KEY] = seeks = Seeks(redis, service, app[NODE_KEY])
         hub.channels[SEEKS_CHANNEL] = seeks.on_event

@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, WSMsgType
-from redis.asyncio.client import PubSub
 
 from kibitz.server.background import raise_if_stopping, stop_tasks
 from kibitz.server.lag import PING_CHECK_S, PING_INTERVAL_S, LagTracker
+from kibitz.server.redis_link import Address, Subscription
 from kibitz.server.service import RoomService
 from kibitz.server.store import NODE_DIED, PREFIX, channel
 from kibitz.shared import fastjson
@@ -393,8 +393,8 @@ class Hub:
     room as Redis holds it now; that resync is retried until it succeeds.
     """
 
-    def __init__(self, redis: aioredis.Redis, service: RoomService, node: str = "local") -> None:
-        self.redis = redis  # its own client: the listener waits on it indefinitely
+    def __init__(self, address: Address, service: RoomService, node: str = "local") -> None:
+        self.address = address  # where the listener subscribes, on a connection of its own
         self.service = service
         self.store = service.store
         self.probe_channel = f"{PREFIX}probe:{node}"
@@ -416,10 +416,9 @@ class Hub:
         #: with each message's data (seeks and the lobby use one).
         self.channels: dict[str, Callable[[str], None]] = {}
         self.channels[NODE_DIED] = self._on_node_died
-        #: The subscription being made or in use (None between attempts). Only the
-        #: listener reads from it; commands are written to it under ``_write_lock``.
-        self._pubsub: PubSub | None = None
-        self._write_lock = asyncio.Lock()
+        #: The subscription in use (None between attempts). Only the listener reads from
+        #: it; SUBSCRIBE and UNSUBSCRIBE are written to it at once, in the order made.
+        self._pubsub: Subscription | None = None
         #: Rooms whose channel is subscribed on ``_pubsub`` -> done once Redis confirmed it.
         self._room_subs: dict[str, asyncio.Future[None]] = {}
         #: Channel -> the SUBSCRIBEs sent for it not yet confirmed, oldest first (Redis
@@ -478,7 +477,6 @@ class Hub:
             *(conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
               for conn in list(self.connections))
         )  # fmt: skip
-        await self.redis.aclose()
 
     def add(self, conn: Connection) -> None:
         self.connections.add(conn)
@@ -658,19 +656,10 @@ class Hub:
         if confirmed is None:
             confirmed = self._room_subs[room_id] = self._expect(channel(room_id))
             try:
-                async with self._write_lock:
-                    if pubsub is not self._pubsub:
-                        return  # replaced: the new subscription has the room
-                    await asyncio.wait_for(
-                        pubsub.subscribe(channel(room_id)), timeout=SUBSCRIBE_TIMEOUT_S
-                    )
-            except Exception as exc:  # the listener starts again, and re-syncs the room
+                pubsub.subscribe(channel(room_id))
+            except aioredis.ConnectionError as exc:  # the listener starts again, and re-syncs
                 self._fail(pubsub, exc)
                 return
-            except asyncio.CancelledError:
-                # Perhaps sent, perhaps not: its confirmation can no longer be matched.
-                self._fail(pubsub, ConnectionError("a SUBSCRIBE was interrupted"))
-                raise
         if confirmed.done():
             return
         try:
@@ -708,7 +697,7 @@ class Hub:
         if not future.done():
             future.set_result(None)
 
-    def _fail(self, pubsub: PubSub, exc: BaseException) -> None:
+    def _fail(self, pubsub: Subscription, exc: BaseException) -> None:
         """A write to ``pubsub`` failed: have the listener drop it and subscribe afresh."""
         if pubsub is self._pubsub and self._broken is None:
             self._broken = exc
@@ -728,22 +717,13 @@ class Hub:
             names = [channel(r) for r in due if self._room_subs.pop(r, None) is not None]
             if not names:
                 continue
-            try:
-                # A follow from now on subscribes again, after this (the lock is FIFO).
-                async with self._write_lock:
-                    if pubsub is not self._pubsub:
-                        continue  # replaced: the new subscription left them out
-                    for i in range(0, len(names), SUBSCRIBE_BATCH):
-                        batch = names[i : i + SUBSCRIBE_BATCH]
-                        await asyncio.wait_for(pubsub.unsubscribe(*batch), SUBSCRIBE_TIMEOUT_S)
-            except Exception as exc:
-                raise_if_stopping()
+            try:  # a follow from now on subscribes again, after this
+                for i in range(0, len(names), SUBSCRIBE_BATCH):
+                    pubsub.unsubscribe(*names[i : i + SUBSCRIBE_BATCH])
+            except aioredis.ConnectionError as exc:
                 self._fail(pubsub, exc)
-            except asyncio.CancelledError:
-                self._fail(pubsub, ConnectionError("an UNSUBSCRIBE was interrupted"))
-                raise
 
-    def _begin(self, pubsub: PubSub) -> None:
+    def _begin(self, pubsub: Subscription) -> None:
         self._end()
         self._pubsub = pubsub
         self._broken = None
@@ -776,22 +756,18 @@ class Hub:
         """Subscribe, listen, and on any failure start again, for as long as the node runs."""
         delay = BACKOFF_MIN_S
         while True:
-            pubsub = self.redis.pubsub()  # subscribe confirmations are ours to read
-            self._begin(pubsub)
+            pubsub: Subscription | None = None
             try:
-                async with self._write_lock:
-                    # Every followed room first; the probe's channel last, so hearing the
-                    # probe proves Redis has taken them all (one connection, in order).
-                    rooms = list(self.followers)
-                    for room_id in rooms:
-                        self._room_subs[room_id] = self._expect(channel(room_id))
-                    for i in range(0, len(rooms), SUBSCRIBE_BATCH):
-                        batch = [channel(r) for r in rooms[i : i + SUBSCRIBE_BATCH]]
-                        await asyncio.wait_for(pubsub.subscribe(*batch), SUBSCRIBE_TIMEOUT_S)
-                    await asyncio.wait_for(
-                        pubsub.subscribe(self.probe_channel, *self.channels),
-                        timeout=SUBSCRIBE_TIMEOUT_S,
-                    )
+                pubsub = await Subscription.open(self.address, SUBSCRIBE_TIMEOUT_S)
+                self._begin(pubsub)
+                # Every followed room first; the probe's channel last, so hearing the
+                # probe proves Redis has taken them all (one connection, in order).
+                rooms = list(self.followers)
+                for room_id in rooms:
+                    self._room_subs[room_id] = self._expect(channel(room_id))
+                for i in range(0, len(rooms), SUBSCRIBE_BATCH):
+                    pubsub.subscribe(*(channel(r) for r in rooms[i : i + SUBSCRIBE_BATCH]))
+                pubsub.subscribe(self.probe_channel, *self.channels)
                 with contextlib.suppress(aioredis.RedisError, OSError):
                     await self.store.redis.publish(self.probe_channel, "1")  # no need to wait
                 await self._receive(pubsub)
@@ -807,11 +783,12 @@ class Hub:
             finally:
                 self._subscribed = False
                 self._end()
-                await _discard(pubsub)
+                if pubsub is not None:
+                    pubsub.close()
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(BACKOFF_MAX_S, delay * 2)
 
-    async def _receive(self, pubsub: PubSub) -> None:
+    async def _receive(self, pubsub: Subscription) -> None:
         """Deliver messages until the subscription fails or goes quiet.
 
         Any message proves the subscription alive: under heavy load our probe may queue
@@ -827,7 +804,7 @@ class Hub:
             if message is not None:
                 if self._subscribed:
                     self._heard = now
-                kind, name = message.get("type"), message.get("channel")
+                kind, name = message.kind, message.channel
                 if kind == "subscribe":
                     self._on_subscribed(name)
                 elif kind != "message":
@@ -838,12 +815,12 @@ class Hub:
                         self._on_live()
                 elif name in self.channels:
                     try:
-                        self.channels[name](message["data"])
+                        self.channels[name](message.data)
                     except Exception:  # one bad message must not cost the subscription
                         log.exception("could not handle a message on %s", name)
                 else:
                     self.room_messages += 1
-                    self._deliver(name, message["data"])
+                    self._deliver(name, message.data)
             last_sign = self._heard if self._subscribed else started
             if now - max(last_sign, started) > STALE_S:
                 raise TimeoutError(f"nothing heard for {STALE_S:.1f} s")
@@ -956,8 +933,3 @@ def _why(exc: BaseException) -> str:
     """An error's kind and text, without connection details that may hold addresses."""
     return type(exc).__name__
 
-
-async def _discard(pubsub: PubSub) -> None:
-    """Close a subscription without waiting on a connection that may be frozen."""
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(pubsub.aclose(), timeout=1.0)  # type: ignore[no-untyped-call]

@@ -35,18 +35,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.connection import parse_url
 from redis.client import EMPTY_RESPONSE, NEVER_DECODE
+from redis.commands.core import AsyncScript
 from redis.exceptions import (
     AuthenticationError,
     BusyLoadingError,
+    DataError,
     ExecAbortError,
     NoPermissionError,
     NoScriptError,
@@ -54,6 +57,8 @@ from redis.exceptions import (
     ReadOnlyError,
     ResponseError,
 )
+
+P = TypeVar("P", bound=asyncio.Protocol)
 
 RETRIES = 2
 BACKOFF_S = (0.1, 0.2)
@@ -94,14 +99,19 @@ def error_of(reply: ResponseError) -> Exception:
 
 
 def pack(args: Sequence[Any]) -> bytes:
-    """One command in Redis's wire format."""
-    packed: bytes = hiredis.pack_command(tuple(args))
+    """One command in Redis's wire format (``DataError`` for a value Redis cannot take,
+    such as None or a bool, as redis-py says)."""
+    try:
+        packed: bytes = hiredis.pack_command(tuple(args))
+    except TypeError as exc:
+        raise DataError(f"Invalid input in {str(args[0])!r}: {exc}") from None
     return packed
 
 
 @dataclass(frozen=True)
 class Address:
-    """Where the link connects, from a ``redis://`` or ``unix://`` URL."""
+    """Where to connect, from a ``redis://``, ``rediss://`` (TLS, checked against the
+    system's certificate authorities) or ``unix://`` URL."""
 
     host: str = "127.0.0.1"
     port: int = 6379
@@ -109,13 +119,11 @@ class Address:
     username: str | None = None
     password: str | None = None
     db: int = 0
+    tls: bool = False
 
     @classmethod
-    def from_url(cls, url: str) -> Address | None:
-        """None for what the link does not speak (TLS): such a client keeps the pool."""
-        if not url.startswith(("redis://", "unix://")):
-            return None
-        options = parse_url(url)
+    def from_url(cls, url: str) -> Address:
+        options = parse_url(url)  # ValueError for another scheme
         return cls(
             host=options.get("host") or "127.0.0.1",
             port=int(options.get("port") or 6379),
@@ -123,7 +131,26 @@ class Address:
             username=options.get("username"),
             password=options.get("password"),
             db=int(options.get("db") or 0),
+            tls=url.startswith("rediss://"),
         )
+
+    async def connect(
+        self, protocol: Callable[[], P], timeout_s: float
+    ) -> tuple[asyncio.BaseTransport, P]:
+        """A connection to this address speaking ``protocol``, ready for the handshake;
+        ``redis.ConnectionError`` if none is made within ``timeout_s``."""
+        loop = asyncio.get_running_loop()
+        if self.path:
+            connecting = loop.create_unix_connection(protocol, self.path)
+        elif self.tls:
+            context = ssl.create_default_context()
+            connecting = loop.create_connection(protocol, self.host, self.port, ssl=context)
+        else:
+            connecting = loop.create_connection(protocol, self.host, self.port)
+        try:
+            return await asyncio.wait_for(connecting, timeout_s)
+        except (OSError, TimeoutError) as exc:
+            raise aioredis.ConnectionError(f"Cannot connect to Redis: {exc!r}") from exc
 
     def handshake(self) -> list[tuple[str | int, ...]]:
         """RESP3, as redis-py 8 speaks by default (its reply callbacks expect its
@@ -146,6 +173,7 @@ class _Wire(asyncio.Protocol):
         self.waiting: deque[tuple[asyncio.Future[Any], float]] = deque()
         self.closed = False
         self._timer: asyncio.TimerHandle | None = None
+        self._out: list[bytes] = []  # requests of this turn of the event loop, sent at its end
         self._loop = asyncio.get_running_loop()
         self.on_space: Any = None  # called when a reply makes room for another request
 
@@ -157,11 +185,20 @@ class _Wire(asyncio.Protocol):
         if self.closed or self.transport is None or self.transport.is_closing():
             raise aioredis.ConnectionError("Connection closed.")
         future: asyncio.Future[Any] = self._loop.create_future()
-        self.transport.write(packed)
+        if not self._out:
+            self._loop.call_soon(self._flush)
+        self._out.append(packed)
         self.waiting.append((future, self._loop.time()))
         if self._timer is None:
             self._timer = self._loop.call_later(self.timeout_s, self._check_timeout)
         return future
+
+    def _flush(self) -> None:
+        """One write for all the requests made since the last: one system call, and
+        Redis reads them at once."""
+        out, self._out = self._out, []
+        if self.transport is not None and not self.closed:
+            self.transport.write(b"".join(out))
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
@@ -276,22 +313,9 @@ class RedisLink:
         async with self._connecting:
             if self._wire is not None and not self._wire.closed:
                 return self._wire  # another caller connected while this one waited
-            loop = asyncio.get_running_loop()
-            address = self.address
+            _, wire = await self.address.connect(lambda: _Wire(self.timeout_s), self.timeout_s)
             try:
-                if address.path:
-                    connecting = loop.create_unix_connection(
-                        lambda: _Wire(self.timeout_s), address.path
-                    )
-                else:
-                    connecting = loop.create_connection(
-                        lambda: _Wire(self.timeout_s), address.host, address.port
-                    )
-                _, wire = await asyncio.wait_for(connecting, self.timeout_s)
-            except (OSError, TimeoutError) as exc:
-                raise aioredis.ConnectionError(f"Cannot connect to Redis: {exc!r}") from exc
-            try:
-                for command in address.handshake():
+                for command in self.address.handshake():
                     await wire.send(pack(command))
             except BaseException:
                 wire.fail(aioredis.ConnectionError("The Redis handshake failed."))
@@ -345,6 +369,167 @@ class LinkedRedis(aioredis.Redis):
         result = callback(reply, **options)
         return await result if inspect.isawaitable(result) else result
 
+    # redis-py's asyncio client returns an AsyncScript too; its stubs say Script.
+    def register_script(self, script: str | bytes | memoryview) -> AsyncScript:  # type: ignore[override]
+        return LinkedScript(self, script)
+
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
         await self.link.aclose()
         await super().aclose(close_connection_pool)
+
+
+class LinkedScript(AsyncScript):
+    """A Lua script called straight over the link: ``EVALSHA``, and on ``NOSCRIPT`` (a
+    restarted Redis has forgotten it) ``SCRIPT LOAD`` and again."""
+
+    def __init__(self, client: LinkedRedis, script: str | bytes | memoryview) -> None:
+        super().__init__(client, script)
+        self.link = client.link
+
+    async def __call__(
+        self,
+        keys: Sequence[Any] | None = None,
+        args: Iterable[Any] | None = None,
+        client: Any = None,
+    ) -> Any:
+        if client is not None:  # a pipeline, say: redis-py's way
+            return await super().__call__(keys, args, client)
+        keys = keys or ()
+        command = (len(keys), *keys, *(args or ()))
+        try:
+            return await self.link.call(("EVALSHA", self.sha, *command))
+        except NoScriptError:
+            self.sha = await self.link.call(("SCRIPT", "LOAD", self.script))
+            return await self.link.call(("EVALSHA", self.sha, *command))
+
+
+class Message(NamedTuple):
+    """What a subscription receives: a ``message`` on ``channel`` (``data`` is its
+    payload), or the confirmation of a ``subscribe`` or ``unsubscribe`` (``data`` is how
+    many channels the connection then has)."""
+
+    kind: str
+    channel: str
+    data: Any
+
+
+class Subscription(asyncio.Protocol):
+    """A pub/sub connection read by hiredis, for the hub (server/hub.py).
+
+    ``subscribe`` and ``unsubscribe`` write at once, in the order they are called, and
+    return: Redis confirms each channel with a message, in order. Messages wait in a
+    queue of at most ``MAX_QUEUED``; past that the socket is not read until the hub
+    catches up, and Redis holds the rest (up to its pub/sub output limit, past which it
+    drops the connection, which the hub notices and answers with a fresh subscription).
+    """
+
+    MAX_QUEUED = 10_000
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.reader = hiredis.Reader(encoding="utf-8", replyError=ResponseError)
+        self.queue: deque[Message] = deque()
+        self._replies: deque[asyncio.Future[Any]] = deque()  # the handshake's
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: Exception | None = None
+        self._paused = False
+
+    @classmethod
+    async def open(cls, address: Address, timeout_s: float) -> Subscription:
+        transport, subscription = await address.connect(cls, timeout_s)
+        try:
+            for command in address.handshake():
+                await asyncio.wait_for(subscription._request(command), timeout_s)
+        except BaseException:
+            subscription.close()
+            raise
+        return subscription
+
+    def _request(self, command: Sequence[Any]) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._replies.append(future)
+        self._write(command)
+        return future
+
+    def subscribe(self, *channels: str) -> None:
+        self._write(("SUBSCRIBE", *channels))
+
+    def unsubscribe(self, *channels: str) -> None:
+        self._write(("UNSUBSCRIBE", *channels))
+
+    def _write(self, command: Sequence[Any]) -> None:
+        if self._error is not None or self.transport is None or self.transport.is_closing():
+            raise self._error or aioredis.ConnectionError("The subscription is closed.")
+        self.transport.write(pack(command))
+
+    async def get_message(self, timeout: float) -> Message | None:
+        """The next message, None if none comes within ``timeout`` seconds; the error
+        that ended the connection once every message before it has been taken."""
+        if not self.queue and self._error is None:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        if not self.queue:
+            if self._error is not None:
+                raise self._error
+            return None
+        message = self.queue.popleft()
+        if self._paused and len(self.queue) <= self.MAX_QUEUED // 2 and self.transport:
+            self._paused = False
+            self.transport.resume_reading()
+        return message
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        try:
+            while (reply := self.reader.gets()) is not False:
+                if self._replies:
+                    future = self._replies.popleft()
+                    if not future.done():
+                        if isinstance(reply, ResponseError):
+                            future.set_exception(error_of(reply))
+                        else:
+                            future.set_result(reply)
+                elif isinstance(reply, list) and len(reply) >= 3:
+                    self.queue.append(Message(reply[0], reply[1], reply[-1]))
+                elif isinstance(reply, ResponseError):
+                    raise error_of(reply)
+        except Exception as exc:  # garbage on the wire, or an error reply
+            self._end(aioredis.ConnectionError(f"Bad reply on the subscription: {exc!r}"))
+            return
+        if len(self.queue) >= self.MAX_QUEUED and not self._paused and self.transport:
+            self._paused = True
+            self.transport.pause_reading()
+        _wake(self._waiter)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end(aioredis.ConnectionError("Connection closed by server."))
+
+    def _end(self, error: Exception) -> None:
+        if self._error is None:
+            self._error = error
+        while self._replies:
+            future = self._replies.popleft()
+            if not future.done():
+                future.set_exception(error)
+        _wake(self._waiter)
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close(self) -> None:
+        """Drop the connection at once (Redis may be frozen: nothing is waited for)."""
+        self._end(aioredis.ConnectionError("The subscription is closed."))
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)

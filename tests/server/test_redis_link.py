@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 import redis
-import redis.asyncio as aioredis
 from redis.asyncio import BlockingConnectionPool
 from redis.exceptions import NoScriptError
 
 from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.redis_link import Address, LinkedRedis, RedisLink
+from kibitz.server.redis_link import Address, LinkedRedis, Message, RedisLink, Subscription
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
 
 def linked(server: EmbeddedRedis, **link_options: float) -> LinkedRedis:
     address = Address.from_url(server.url)
-    assert address is not None and address.password == server.password
+    assert address.password == server.password
     pool = BlockingConnectionPool.from_url(server.url, max_connections=4, decode_responses=True)
     return LinkedRedis(pool, RedisLink(address, **link_options))  # type: ignore[arg-type]
 
@@ -167,10 +166,10 @@ async def test_requests_past_the_bound_wait_for_room_then_fail(server: EmbeddedR
         await client.aclose()
 
 
-def test_tls_urls_are_left_to_the_pool() -> None:
-    assert Address.from_url("rediss://example.invalid:6380/0") is None
+def test_addresses_from_urls() -> None:
+    assert Address.from_url("rediss://example.invalid:6380/0").tls
     address = Address.from_url("redis://user:secret@127.0.0.1:7000/2")
-    assert address is not None
+    assert not address.tls
     assert address.handshake() == [("HELLO", 3, "AUTH", "user", "secret"), ("SELECT", 2)]
 
 
@@ -180,7 +179,60 @@ async def test_the_node_uses_the_link(server: EmbeddedRedis) -> None:
     client = command_client(server.url, 8)
     try:
         assert isinstance(client, LinkedRedis)
-        assert isinstance(command_client("rediss://127.0.0.1:1/0", 8), aioredis.Redis)
         assert await client.ping()
     finally:
         await client.aclose()
+
+
+async def test_a_subscription_confirms_in_order_and_delivers_messages(
+    server: EmbeddedRedis, client: LinkedRedis
+) -> None:
+    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
+    try:
+        subscription.subscribe("a", "b")
+        assert await subscription.get_message(1) == Message("subscribe", "a", 1)
+        assert await subscription.get_message(1) == Message("subscribe", "b", 2)
+        await client.publish("b", "hello")
+        assert await subscription.get_message(1) == Message("message", "b", "hello")
+        subscription.unsubscribe("a")
+        assert await subscription.get_message(1) == Message("unsubscribe", "a", 1)
+        await client.publish("a", "not heard")
+        started = time.monotonic()
+        assert await subscription.get_message(0.2) is None
+        assert 0.15 < time.monotonic() - started < 1.0
+    finally:
+        subscription.close()
+
+
+async def test_a_lagging_reader_holds_the_subscription_to_its_bound(
+    server: EmbeddedRedis, client: LinkedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Subscription, "MAX_QUEUED", 10)
+    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
+    try:
+        subscription.subscribe("busy")
+        assert (await subscription.get_message(1)) == Message("subscribe", "busy", 1)
+        for i in range(200):
+            await client.publish("busy", str(i))
+        await asyncio.sleep(0.2)
+        assert len(subscription.queue) < 200  # the rest waits in Redis, not in this process
+        received = [(await subscription.get_message(1)) for _ in range(200)]
+        assert [m.data if m else None for m in received] == [str(i) for i in range(200)]
+    finally:
+        subscription.close()
+
+
+async def test_a_subscription_hands_over_what_came_then_the_error(server: EmbeddedRedis) -> None:
+    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
+    try:
+        subscription.subscribe("x")
+        await asyncio.sleep(0.1)
+        server.stop()
+        await asyncio.sleep(0.1)
+        assert await subscription.get_message(1) == Message("subscribe", "x", 1)
+        with pytest.raises(redis.ConnectionError):
+            await subscription.get_message(1)
+        with pytest.raises(redis.ConnectionError):
+            subscription.subscribe("y")
+    finally:
+        subscription.close()
