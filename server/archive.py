@@ -205,7 +205,12 @@ class Archive:
     async def save(self, record: dict[str, Any]) -> None:
         """Store ``record`` (a dict from ``records.record_of``), replacing any row with
         its id."""
-        await self._upsert(games, "id", row_of(record))
+        await self.save_many([record])
+
+    async def save_many(self, records: list[dict[str, Any]]) -> None:
+        """Store ``records`` in one transaction: all of them, or (on an error) none.
+        ArchiveError, before anything is written, if one of them is not a finished game."""
+        await self._upsert(games, "id", [row_of(record) for record in records])
 
     async def save_analysis(self, analysis: dict[str, Any]) -> None:
         """Store a game's analysis (a dict from ``analysis.finished_analysis``), replacing
@@ -216,11 +221,11 @@ class Archive:
             "finished_ms": int(analysis["finished_ms"]),
             "analysis": analysis,
         }
-        await self._upsert(analyses, "game_id", row)
+        await self._upsert(analyses, "game_id", [row])
 
-    async def _upsert(self, table: sa.Table, key: str, row: dict[str, Any]) -> None:
-        """Insert ``row`` (every column of ``table``) into ``table``, or replace the row
-        with the same ``key``."""
+    async def _upsert(self, table: sa.Table, key: str, rows: list[dict[str, Any]]) -> None:
+        """Insert ``rows`` (each with every column of ``table``) into ``table``, each
+        replacing the row with the same ``key``, in one transaction."""
         statement = self._upserts.get(table.name)
         if statement is None:  # built once per table: building it costs more than running it
             insert = (
@@ -233,7 +238,7 @@ class Archive:
             )
             self._upserts[table.name] = statement
         async with self.engine.begin() as conn:
-            await conn.execute(statement, row)
+            await conn.execute(statement, rows)
 
     async def get_analysis(self, game_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:

@@ -932,4 +932,3 @@ def _players_first(room_id: str, followers: set[Connection]) -> list[Connection]
 def _why(exc: BaseException) -> str:
     """An error's kind and text, without connection details that may hold addresses."""
     return type(exc).__name__
-

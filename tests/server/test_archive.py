@@ -43,6 +43,18 @@ async def test_save_get_and_idempotent_upsert(archive: Archive) -> None:
     assert [r["id"] for r in page.records] == ["g1"] and page.cursor is None
 
 
+async def test_a_batch_is_saved_whole_or_not_at_all(archive: Archive) -> None:
+    batch = [record(f"b{i}", 2000 + i, ("alice", "bob")) for i in range(5)]
+    await archive.save_many(batch)
+    await archive.save_many(batch[:2])  # written again: still one row each
+    assert [await archive.get(f"b{i}") for i in range(5)] == batch
+    unfinished = {**record("b9", 3000), "ended_ms": None}
+    with pytest.raises(ArchiveError):
+        await archive.save_many([record("b7", 3000), unfinished])
+    assert await archive.get("b7") is None
+    assert len((await archive.list(limit=MAX_PAGE)).records) == 5
+
+
 async def test_list_by_player_and_game_newest_first_in_pages(archive: Archive) -> None:
     # 25 games; alice plays seat 0 in the even ones and seat 1 in every third.
     for i in range(25):

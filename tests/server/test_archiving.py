@@ -165,6 +165,18 @@ async def test_a_poison_archive_entry_is_dropped(node, redis) -> None:
     assert int((await redis.xpending(ARCHIVE, ARCHIVERS_GROUP))["pending"]) == 0
 
 
+async def test_games_ending_together_are_archived_together_beside_a_poison_entry(
+    node, redis, archive
+) -> None:
+    poison = await redis.xadd(ARCHIVE, {"room": "nosuchroom"})
+    games = await asyncio.gather(*(play_a_game(node.http_url) for _ in range(8)))
+    for room, final in games:
+        record = await eventually(lambda room=room: archive.get(room))
+        assert record["result"] == final["result"]
+    assert not await redis.xrange(ARCHIVE, poison, poison)
+    assert int((await redis.xpending(ARCHIVE, ARCHIVERS_GROUP))["pending"]) == 0
+
+
 async def test_a_started_game_loses_its_waiting_ttl(node, redis) -> None:
     async with (
         await KibitzClient.open(node.http_url) as a,
