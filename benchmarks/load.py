@@ -5,6 +5,13 @@ sending a move to the opponent receiving the new state (the latency a player fee
 and the sustained rate of moves. Loops are bounded in games and in time, and the
 target must be a loopback address unless ``--allow-remote`` is given.
 
+By default a client moves as soon as it is its turn, so the games are as busy as the
+machine allows. ``--think-ms MS`` makes each player pause before each move, a random
+0.5 to 1.5 times MS, as a person does: the latency of games played at a pace. The
+summary's ``moves_in_flight`` says how many moves were under way at once on average
+(the sum of the round trips over the run's length): a run whose games spend most of
+their time connecting and setting up has few moves at once, whatever ``--concurrency``.
+
 With ``--spectators N`` it plays one game instead, watched by N spectators (spread over
 the ``--url`` nodes given), and times each move's fan-out: from the mover's send until
 the last spectator has the new state. The spectators are raw sockets in
@@ -70,6 +77,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--concurrency", type=int, default=50, help="games at once")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="stop after this long")
     parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="each player pauses before each move, 0.5 to 1.5 times this (default: none)",
+    )
+    parser.add_argument(
         "--spectators",
         type=int,
         default=0,
@@ -120,6 +133,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 MAX_SPECTATORS = 10_000
 MAX_NODES = 8
+MAX_THINK_MS = 60_000.0  # a minute's pause at most: the run stays bounded in time
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -159,6 +173,7 @@ class LoadStats:
             "seconds": round(seconds, 2),
             "moves_per_s": round(self.moves / seconds, 1) if seconds else 0.0,
             "move_rtt_ms": percentiles(self.latencies_ms),
+            "moves_in_flight": round(sum(lat) / 1000 / seconds, 1) if seconds else 0.0,
             "latency_ms": {
                 "p50": pct(0.50),
                 "p95": pct(0.95),
@@ -169,7 +184,9 @@ class LoadStats:
         }
 
 
-async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: LoadStats) -> None:
+async def play_one(
+    url: str, game: str, codec: str, rng: random.Random, stats: LoadStats, think_s: float = 0.0
+) -> None:
     # A browser waits minutes for a handshake; websockets' 10 s default would count a
     # node that is slow under a herd of simultaneous connections as failing.
     a = await KibitzClient.open(url, codec=codec, open_timeout=60)  # type: ignore[arg-type]
@@ -182,6 +199,8 @@ async def play_one(url: str, game: str, codec: str, rng: random.Random, stats: L
         while state["status"] == "playing":
             mover, other = players[state["to_move"]], players[1 - state["to_move"]]
             version = state["version"]
+            if think_s:
+                await asyncio.sleep(think_s * (0.5 + rng.random()))
             started = time.perf_counter()
             await mover.move(room, rng.choice(state["legal_moves"]), version)
             state = await other.wait_state(room, newer_than(version))
@@ -307,7 +326,14 @@ async def drive(urls: list[str], args: argparse.Namespace) -> dict[str, Any]:
             remaining -= 1
             try:
                 await asyncio.wait_for(
-                    play_one(url, args.game, args.codec, random.Random(rng.random()), stats),
+                    play_one(
+                        url,
+                        args.game,
+                        args.codec,
+                        random.Random(rng.random()),
+                        stats,
+                        args.think_ms / 1000,
+                    ),
                     timeout=max(1.0, deadline - time.monotonic()),
                 )
             except (TimeoutError, ConnectionError, OSError, ServerError) as exc:
@@ -317,6 +343,7 @@ async def drive(urls: list[str], args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.gather(*(lane(urls[i % len(urls)]) for i in lanes))
     out = stats.summary(time.perf_counter() - started)
     out.update(game=args.game, concurrency=args.concurrency, codec=args.codec)
+    out.update(think_ms=args.think_ms)
     out.update(connections=2 * max(1, min(args.concurrency, args.games)))
     out.update(spectators=0, fanout_ms=None, rss_bytes_per_connection=None)
     return out
@@ -357,6 +384,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if not 0 <= args.spectators <= MAX_SPECTATORS:
         print(f"kibitz bench load: --spectators must be 0-{MAX_SPECTATORS}", file=sys.stderr)
+        return 2
+    if not 0 <= args.think_ms <= MAX_THINK_MS or (args.think_ms and args.spectators):
+        print(f"kibitz bench load: --think-ms must be 0-{MAX_THINK_MS:g}, and is for games "
+              "without --spectators", file=sys.stderr)  # fmt: skip
         return 2
     if not 1 <= args.spectator_procs <= MAX_PROCS:
         print(f"kibitz bench load: --spectator-procs must be 1-{MAX_PROCS}", file=sys.stderr)
