@@ -173,7 +173,7 @@ class LoadStats:
             "seconds": round(seconds, 2),
             "moves_per_s": round(self.moves / seconds, 1) if seconds else 0.0,
             "move_rtt_ms": percentiles(self.latencies_ms),
-            "moves_in_flight": round(sum(lat) / 1000 / seconds, 1) if seconds else 0.0,
+            "moves_in_flight": round(sum(lat) / 1000 / seconds, 2) if seconds else 0.0,
             "latency_ms": {
                 "p50": pct(0.50),
                 "p95": pct(0.95),
