@@ -96,8 +96,15 @@ class EmbeddedRedis:
         else:
             args += ["--appendonly", "no"]
         # umask 077: the append-only files, the log and the pid file are ours alone.
+        # A session of its own: a terminal's Ctrl-C goes to the whole foreground process
+        # group, and Redis must outlive the node's graceful shutdown (requests under way
+        # finish, clients are counted out, workers sign off), so only stop() ends it.
         self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, umask=0o077
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            umask=0o077,
+            start_new_session=True,
         )
         client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
         deadline = time.monotonic() + timeout

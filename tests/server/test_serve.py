@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ import weakref
 import pytest
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.cli.serve import freeze_startup_heap, spawn_server
+from kibitz.server.cli.serve import LISTENING, freeze_startup_heap, spawn_server
 
 pytestmark = pytest.mark.asyncio
 
@@ -68,6 +69,40 @@ async def test_embedded_default_plays_ai_and_keeps_games_across_restart(tmp_path
         ]
     finally:
         stop(proc)
+
+
+async def test_ctrl_c_in_a_terminal_stops_the_node_before_its_redis(tmp_path) -> None:
+    """A terminal's Ctrl-C signals its whole foreground process group: the node, its
+    workers and, unless it has a session of its own, its Redis. The node's graceful stop
+    needs Redis to the end (requests finish, clients are counted out, workers sign off)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "serve", "--port", "0", "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env={**os.environ, "KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": str(tmp_path),
+             "KIBITZ_LOG": "WARNING"},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    output: list[str] = []
+    try:
+        while not (output and LISTENING.search(output[-1])):
+            line = proc.stdout.readline()
+            assert line, "kibitz serve did not start:\n" + "".join(output)
+            output.append(line)
+        url = LISTENING.search(output[-1]).group(1)  # type: ignore[union-attr]
+        reader = threading.Thread(target=lambda: output.extend(proc.stdout or []), daemon=True)
+        reader.start()
+        async with await KibitzClient.open(url) as client:  # a worker plays its move
+            room = (await client.create("tictactoe", "ai:3", seat=1))["room"]
+            await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=30)
+            os.killpg(proc.pid, signal.SIGINT)  # the node, its worker and (before) Redis
+            assert proc.wait(timeout=30) == 0
+        reader.join(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not [line for line in output if "WARNING" in line or "ERROR" in line], output
+    assert not (tmp_path / "redis" / "redis.pid").exists()  # stopped by the node, last
 
 
 STOCKFISH = shutil.which("stockfish") or "/usr/games/stockfish"
