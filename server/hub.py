@@ -426,7 +426,6 @@ class Hub:
         self._confirms: dict[str, deque[asyncio.Future[None]]] = {}
         self._unsubscribe_due: set[str] = set()  # rooms whose last local follower left
         self._unsubscribe_wakeup = asyncio.Event()
-        self._broken: BaseException | None = None  # a failed write to ``_pubsub``
         self.room_messages = 0  # room updates received, for /metrics and tests
         #: Set on SIGTERM: no request is taken any more (see :meth:`drain`).
         self.draining = False
@@ -657,8 +656,7 @@ class Hub:
             confirmed = self._room_subs[room_id] = self._expect(channel(room_id))
             try:
                 pubsub.subscribe(channel(room_id))
-            except aioredis.ConnectionError as exc:  # the listener starts again, and re-syncs
-                self._fail(pubsub, exc)
+            except aioredis.ConnectionError:  # the listener hears it too, and re-syncs
                 return
         if confirmed.done():
             return
@@ -697,11 +695,6 @@ class Hub:
         if not future.done():
             future.set_result(None)
 
-    def _fail(self, pubsub: Subscription, exc: BaseException) -> None:
-        """A write to ``pubsub`` failed: have the listener drop it and subscribe afresh."""
-        if pubsub is self._pubsub and self._broken is None:
-            self._broken = exc
-
     async def _unsubscriber(self) -> None:
         """Unsubscribe the rooms whose last local follower left (a burst in one command),
         unless a follower came back meanwhile."""
@@ -720,13 +713,12 @@ class Hub:
             try:  # a follow from now on subscribes again, after this
                 for i in range(0, len(names), SUBSCRIBE_BATCH):
                     pubsub.unsubscribe(*names[i : i + SUBSCRIBE_BATCH])
-            except aioredis.ConnectionError as exc:
-                self._fail(pubsub, exc)
+            except aioredis.ConnectionError:
+                pass  # gone: the listener hears it too, and the next one leaves them out
 
     def _begin(self, pubsub: Subscription) -> None:
         self._end()
         self._pubsub = pubsub
-        self._broken = None
 
     def _end(self) -> None:
         """Forget the subscription: whoever waits for a confirmation goes on (the next
@@ -797,8 +789,6 @@ class Hub:
         """
         started = time.monotonic()
         while True:
-            if self._broken is not None:
-                raise self._broken
             message = await pubsub.get_message(timeout=POLL_S)
             now = time.monotonic()
             if message is not None:

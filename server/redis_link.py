@@ -43,20 +43,11 @@ from typing import Any, NamedTuple, TypeVar
 
 import hiredis
 import redis.asyncio as aioredis
+from redis._parsers.base import BaseParser  # redis-py's mapping of error replies to classes
 from redis.asyncio.connection import parse_url
 from redis.client import EMPTY_RESPONSE, NEVER_DECODE
 from redis.commands.core import AsyncScript
-from redis.exceptions import (
-    AuthenticationError,
-    BusyLoadingError,
-    DataError,
-    ExecAbortError,
-    NoPermissionError,
-    NoScriptError,
-    OutOfMemoryError,
-    ReadOnlyError,
-    ResponseError,
-)
+from redis.exceptions import DataError, NoScriptError, ResponseError
 
 P = TypeVar("P", bound=asyncio.Protocol)
 
@@ -74,28 +65,11 @@ POOLED = frozenset(
     }
 )  # fmt: skip
 
-#: Error replies that redis-py raises as a more precise class.
-ERRORS: dict[str, type[Exception]] = {
-    "NOSCRIPT": NoScriptError,
-    "LOADING": BusyLoadingError,
-    "READONLY": ReadOnlyError,
-    "OOM": OutOfMemoryError,
-    "EXECABORT": ExecAbortError,
-    "NOPERM": NoPermissionError,
-}
-
 
 def error_of(reply: ResponseError) -> Exception:
-    """The exception redis-py would raise for this error reply."""
-    message = str(reply)
-    code, _, rest = message.partition(" ")
-    if code in ERRORS:
-        return ERRORS[code](rest)
-    if code in ("NOAUTH", "WRONGPASS"):
-        return AuthenticationError(rest)
-    if message == "ERR max number of clients reached":
-        return aioredis.ConnectionError(message)
-    return reply
+    """The exception redis-py raises for this error reply (its own parser decides)."""
+    error: Exception = BaseParser.parse_error(str(reply))  # type: ignore[no-untyped-call]
+    return error
 
 
 def pack(args: Sequence[Any]) -> bytes:
@@ -175,7 +149,8 @@ class _Wire(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []  # requests of this turn of the event loop, sent at its end
         self._loop = asyncio.get_running_loop()
-        self.on_space: Any = None  # called when a reply makes room for another request
+        #: Called when replies (or a failure) make room for more requests.
+        self.on_space: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)

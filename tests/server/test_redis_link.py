@@ -97,8 +97,7 @@ async def test_blocking_reads_take_the_pool_and_do_not_hold_up_the_link(
 async def test_a_frozen_redis_gives_timeouts_in_bounded_time_then_the_link_recovers(
     server: EmbeddedRedis,
 ) -> None:
-    client = linked(server, timeout_s=0.5)
-    try:
+    async with linked(server, timeout_s=0.5) as client:
         await client.set("k", "v")
         assert server.process is not None
         server.process.send_signal(signal.SIGSTOP)
@@ -110,13 +109,10 @@ async def test_a_frozen_redis_gives_timeouts_in_bounded_time_then_the_link_recov
         assert 0.4 < time.monotonic() - started < 3.0
         server.process.send_signal(signal.SIGCONT)
         assert await client.get("k") == "v"
-    finally:
-        await client.aclose()
 
 
 async def test_a_caller_that_gives_up_leaves_the_replies_in_step(server: EmbeddedRedis) -> None:
-    client = linked(server, timeout_s=5.0)
-    try:
+    async with linked(server, timeout_s=5.0) as client:
         await client.mset({"a": "A", "b": "B"})
         assert server.process is not None
         server.process.send_signal(signal.SIGSTOP)
@@ -125,13 +121,10 @@ async def test_a_caller_that_gives_up_leaves_the_replies_in_step(server: Embedde
         server.process.send_signal(signal.SIGCONT)
         assert await client.get("b") == "B"  # not the reply meant for "a"
         assert await client.get("a") == "A"
-    finally:
-        await client.aclose()
 
 
 async def test_a_restarted_redis_is_reconnected_to(server: EmbeddedRedis) -> None:
-    client = linked(server, timeout_s=1.0)
-    try:
+    async with linked(server, timeout_s=1.0) as client:
         assert await client.ping()
         server.stop()
         started = time.monotonic()
@@ -141,13 +134,10 @@ async def test_a_restarted_redis_is_reconnected_to(server: EmbeddedRedis) -> Non
         server.start()
         assert await client.ping()
         assert await client.set("after", "restart")
-    finally:
-        await client.aclose()
 
 
 async def test_requests_past_the_bound_wait_for_room_then_fail(server: EmbeddedRedis) -> None:
-    client = linked(server, timeout_s=5.0, max_pending=3, wait_s=0.3)
-    try:
+    async with linked(server, timeout_s=5.0, max_pending=3, wait_s=0.3) as client:
         await client.mset({"x": "1", "y": "2", "z": "3"})
         assert server.process is not None
         server.process.send_signal(signal.SIGSTOP)
@@ -162,8 +152,6 @@ async def test_requests_past_the_bound_wait_for_room_then_fail(server: EmbeddedR
         server.process.send_signal(signal.SIGCONT)
         assert await asyncio.gather(*waiting) == ["1", "2", "3"]
         assert await asyncio.wait_for(late, 2) == "3"
-    finally:
-        await client.aclose()
 
 
 def test_addresses_from_urls() -> None:
@@ -184,55 +172,52 @@ async def test_the_node_uses_the_link(server: EmbeddedRedis) -> None:
         await client.aclose()
 
 
+@pytest.fixture
+async def subscription(server: EmbeddedRedis) -> AsyncIterator[Subscription]:
+    opened = await Subscription.open(Address.from_url(server.url), 5.0)
+    yield opened
+    opened.close()
+
+
 async def test_a_subscription_confirms_in_order_and_delivers_messages(
-    server: EmbeddedRedis, client: LinkedRedis
+    subscription: Subscription, client: LinkedRedis
 ) -> None:
-    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
-    try:
-        subscription.subscribe("a", "b")
-        assert await subscription.get_message(1) == Message("subscribe", "a", 1)
-        assert await subscription.get_message(1) == Message("subscribe", "b", 2)
-        await client.publish("b", "hello")
-        assert await subscription.get_message(1) == Message("message", "b", "hello")
-        subscription.unsubscribe("a")
-        assert await subscription.get_message(1) == Message("unsubscribe", "a", 1)
-        await client.publish("a", "not heard")
-        started = time.monotonic()
-        assert await subscription.get_message(0.2) is None
-        assert 0.15 < time.monotonic() - started < 1.0
-    finally:
-        subscription.close()
+    subscription.subscribe("a", "b")
+    assert await subscription.get_message(1) == Message("subscribe", "a", 1)
+    assert await subscription.get_message(1) == Message("subscribe", "b", 2)
+    await client.publish("b", "hello")
+    assert await subscription.get_message(1) == Message("message", "b", "hello")
+    subscription.unsubscribe("a")
+    assert await subscription.get_message(1) == Message("unsubscribe", "a", 1)
+    await client.publish("a", "not heard")
+    started = time.monotonic()
+    assert await subscription.get_message(0.2) is None
+    assert 0.15 < time.monotonic() - started < 1.0
 
 
 async def test_a_lagging_reader_holds_the_subscription_to_its_bound(
-    server: EmbeddedRedis, client: LinkedRedis, monkeypatch: pytest.MonkeyPatch
+    subscription: Subscription, client: LinkedRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(Subscription, "MAX_QUEUED", 10)
-    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
-    try:
-        subscription.subscribe("busy")
-        assert (await subscription.get_message(1)) == Message("subscribe", "busy", 1)
-        for i in range(200):
-            await client.publish("busy", str(i))
-        await asyncio.sleep(0.2)
-        assert len(subscription.queue) < 200  # the rest waits in Redis, not in this process
-        received = [(await subscription.get_message(1)) for _ in range(200)]
-        assert [m.data if m else None for m in received] == [str(i) for i in range(200)]
-    finally:
-        subscription.close()
+    monkeypatch.setattr(Subscription, "MAX_QUEUED", 10)  # read on each chunk received
+    subscription.subscribe("busy")
+    assert (await subscription.get_message(1)) == Message("subscribe", "busy", 1)
+    for i in range(200):
+        await client.publish("busy", str(i))
+    await asyncio.sleep(0.2)
+    assert len(subscription.queue) < 200  # the rest waits in Redis, not in this process
+    received = [(await subscription.get_message(1)) for _ in range(200)]
+    assert [m.data if m else None for m in received] == [str(i) for i in range(200)]
 
 
-async def test_a_subscription_hands_over_what_came_then_the_error(server: EmbeddedRedis) -> None:
-    subscription = await Subscription.open(Address.from_url(server.url), 5.0)
-    try:
-        subscription.subscribe("x")
-        await asyncio.sleep(0.1)
-        server.stop()
-        await asyncio.sleep(0.1)
-        assert await subscription.get_message(1) == Message("subscribe", "x", 1)
-        with pytest.raises(redis.ConnectionError):
-            await subscription.get_message(1)
-        with pytest.raises(redis.ConnectionError):
-            subscription.subscribe("y")
-    finally:
-        subscription.close()
+async def test_a_subscription_hands_over_what_came_then_the_error(
+    server: EmbeddedRedis, subscription: Subscription
+) -> None:
+    subscription.subscribe("x")
+    await asyncio.sleep(0.1)
+    server.stop()
+    await asyncio.sleep(0.1)
+    assert await subscription.get_message(1) == Message("subscribe", "x", 1)
+    with pytest.raises(redis.ConnectionError):
+        await subscription.get_message(1)
+    with pytest.raises(redis.ConnectionError):
+        subscription.subscribe("y")
