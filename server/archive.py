@@ -36,6 +36,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from kibitz.shared import fastjson
+
 log = logging.getLogger(__name__)
 
 MAX_PAGE = 100  # records per list() call
@@ -154,6 +156,11 @@ def row_of(record: dict[str, Any]) -> dict[str, Any]:
         raise ArchiveError(f"not a game record: {exc!r}") from None
 
 
+def _json_text(value: Any) -> str:
+    """A JSON column's value as the database takes it: text."""
+    return fastjson.dumps(value).decode()
+
+
 class Archive:
     """The finished-games database. ``await Archive.open(url)``; ``await close()``."""
 
@@ -166,7 +173,12 @@ class Archive:
         """Connect to ``url`` and bring its schema to the newest migration;
         ArchiveUnavailable if the database cannot be reached or migrated."""
         try:
-            engine = create_async_engine(async_url(url), pool_pre_ping=True)
+            engine = create_async_engine(
+                async_url(url),
+                pool_pre_ping=True,
+                json_serializer=_json_text,  # records are written on every game's end
+                json_deserializer=fastjson.loads,
+            )
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise ArchiveUnavailable(f"not a database URL we can use: {exc}") from exc
         if engine.dialect.name == "sqlite":
