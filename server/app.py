@@ -8,6 +8,7 @@ reach every follower through the hub (Redis pub/sub), whichever node made them.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import socket
@@ -37,7 +38,15 @@ from kibitz.server.analysis import AnalysisCollector
 from kibitz.server.archive import Archive, display_url
 from kibitz.server.archiver import Archiver, Lifetimes
 from kibitz.server.background import raise_if_stopping, stop_tasks
-from kibitz.server.chat import ChatRate, ChatStore, channel_of, chat_message, check_text, sender
+from kibitz.server.chat import (
+    Channel,
+    ChatRate,
+    ChatStore,
+    channel_of,
+    chat_message,
+    check_text,
+    sender,
+)
 from kibitz.server.clocks import FIRST_MOVE_MS
 from kibitz.server.deadlines import DeadlineSweeper
 from kibitz.server.fairness import WAITING
@@ -174,6 +183,15 @@ class Metrics:
             "AI moves the server played itself after a failed job",
             registry=self.registry,
         )
+        self._message_counts: dict[type, Any] = {}  # message class -> its labelled counter
+
+    def count_message(self, message: object) -> None:
+        """One more client message of its type (the labelled counter looked up once)."""
+        counter = self._message_counts.get(type(message))
+        if counter is None:
+            counter = self.messages.labels(type(message).__name__.lower())
+            self._message_counts[type(message)] = counter
+        counter.inc()
 
 
 def static_dir() -> Path:
@@ -520,19 +538,20 @@ def open_session(app: web.Application, conn: Connection, address: str) -> Sessio
 
 
 async def session_closed(session: Session) -> None:
-    """The socket is gone: its seeks go, its rooms are told, its address counted out."""
+    """The socket is gone: its seeks go, its rooms are told, its address counted out
+    (both at once: their Redis commands share the round trips)."""
+    session.app[METRICS_KEY].connections.dec()
+    await asyncio.gather(_leave_all(session), address_closed(session.app, session.address))
+
+
+async def _leave_all(session: Session) -> None:
+    """A closed connection's seeks go, and its rooms are told it left."""
     app, conn = session.app, session.conn
-    app[METRICS_KEY].connections.dec()
     try:
         await app[SEEKS_KEY].closed(session)  # its seeks go with it
     except (aioredis.RedisError, OSError) as exc:
         log.warning("could not remove a closed connection's seeks: %s", exc)
-    try:
-        for room_id in await app[HUB_KEY].remove(conn):
-            await app[SERVICE_KEY].publish_presence(room_id)
-    except (aioredis.RedisError, OSError) as exc:
-        log.warning("presence update failed: %s", exc)
-    await address_closed(app, session.address)
+    await app[HUB_KEY].remove(conn)  # its rooms told (a Redis failure is paid back later)
 
 
 async def address_closed(app: web.Application, address: str) -> None:
@@ -589,6 +608,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     return ws
 
 
+_SESSION_NUMBERS = itertools.count(1)
+
+
 class Session:
     """One connection's message loop: validation at the edge, then the room service."""
 
@@ -613,7 +635,8 @@ class Session:
         #: while it holds a seat.)
         self.received_ms = self.service.clock_ms()
         self.chat_rate = ChatRate()
-        self.id = uuid.uuid4().hex  # names this connection to other nodes (seeks)
+        # Names this connection to other nodes (seeks): unique in the cluster, as its node is.
+        self.id = f"{app[NODE_KEY]}:{next(_SESSION_NUMBERS)}"
 
     async def handle(self, data: str | bytes) -> bool:
         """One data frame from the client; False when the connection must close (with
@@ -659,7 +682,7 @@ class Session:
             message = parse_client_message(raw)
         except ProtocolError as exc:
             return self._strike(exc.code, exc.message, rid)
-        self.metrics.messages.labels(type(message).__name__.lower()).inc()
+        self.metrics.count_message(message)
         try:
             await self.dispatch(message)
         except ProtocolError as exc:  # RoomError included
@@ -725,7 +748,7 @@ class Session:
             return  # not following the room: the broadcast is not for us either
         snap = self.service.committed_state(room.id, room.version)
         if snap is not None and snap["version"] > self.conn.last_version.get(room.id, -1):
-            self.conn.send_state(room.id, snap)
+            self.hub.deliver_state(room.id, snap)  # and to the room's other followers here
         elif snap is None or not changed:
             await self._send_current(room.id, None)
 
@@ -744,15 +767,20 @@ class Session:
         else:
             snap = await self.service.snapshot(room)
             snap["event"] = event
-        self.conn.send_state(room.id, snap)  # skipped if its broadcast got here first
-        latest = await self.service.store.version(room.id)
+        # To the room's other followers here too (a joiner's opponent); skipped by any
+        # that its broadcast reached first.
+        self.hub.deliver_state(room.id, snap)
+        # Where the room is now, and its players' chat, in one round trip.
+        latest, chat = await asyncio.gather(
+            self.service.store.version(room.id), self.app[CHAT_KEY].history(room.id, "players")
+        )
         if latest is None:
             raise RoomError("room/unknown", f"no room {room.id!r}")
         # It moved on before we followed it, and its broadcast did not get here after.
         if latest > max(room.version, self.conn.last_version.get(room.id, -1)):
             await self._send_current(room.id, room.version)
         else:
-            await self._replay_chat(room.id)
+            self._send_chat(room.id, "players", chat)
 
     async def follow_room(self, room_id: str, seat: int | None) -> None:
         """Follow ``room_id`` as ``seat`` and send its state (an accepted seek)."""
@@ -798,7 +826,9 @@ class Session:
     async def _replay_chat(self, room_id: str) -> None:
         """The last lines of the room's chat channel this connection reads, if any."""
         which = channel_of(self.conn.rooms.get(room_id))
-        lines = await self.app[CHAT_KEY].history(room_id, which)
+        self._send_chat(room_id, which, await self.app[CHAT_KEY].history(room_id, which))
+
+    def _send_chat(self, room_id: str, which: Channel, lines: list[dict[str, Any]]) -> None:
         if lines:
             self.conn.send({**chat_message(room_id, which, lines), "replay": True})
 

@@ -26,7 +26,7 @@ import http
 import logging
 import re
 import time
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from aiohttp import WSMsgType, web
@@ -142,7 +142,8 @@ class EdgeSocket(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # (Checked by what it does, not by its class: uvloop's are not asyncio's.)
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         loop = asyncio.get_running_loop()
         self.head_timer = loop.call_later(HEAD_TIMEOUT_S, transport.abort)
@@ -175,7 +176,8 @@ class EdgeSocket(asyncio.Protocol):
             if isinstance(event, Frame):
                 self._on_frame(event)
             elif isinstance(event, Request):
-                self._pause()  # nothing more is read until the handshake is answered
+                # Messages sent before the answer wait in the inbox until the session
+                # opens (a client that does not wait for it is not stopped reading).
                 task = asyncio.create_task(self._open(event))
                 self._track(task)
         self._flush()
@@ -299,7 +301,8 @@ class EdgeSocket(asyncio.Protocol):
         if self.edge.hub.draining:  # upgraded as the node began to shut down
             await self.conn.close(1001, b"shutting down")
             return
-        self._resume()
+        if self.inbox and self.worker is None:  # sent before the answer: handled now
+            self.worker = asyncio.create_task(self._work())
 
     def _refuse(self, status: int, body: dict[str, Any]) -> None:
         assert self.ws is not None
@@ -328,9 +331,10 @@ class EdgeSocket(asyncio.Protocol):
         # A ping is answered and a close frame echoed by the parser itself.
 
     def _deliver(self, text: bool, data: bytes) -> None:
-        """A whole message: queued for the session, which takes one at a time."""
-        if self.session is None or self.ws is None:
-            return
+        """A whole message: queued for the session, which takes one at a time (and which,
+        before the handshake is answered, is still to come)."""
+        if self.ws is None or (self.session is None and self.conn is not None):
+            return  # the session has ended
         if text:
             try:
                 message: str | bytes = data.decode()
@@ -342,7 +346,7 @@ class EdgeSocket(asyncio.Protocol):
         self.inbox.append(message)
         if len(self.inbox) >= MAX_INBOX:
             self._pause()
-        if self.worker is None:
+        if self.worker is None and self.session is not None:
             self.worker = asyncio.create_task(self._work())
 
     async def _work(self) -> None:

@@ -3,7 +3,9 @@
 Every room change is published by the commit script on the room's channel; each node
 subscribes to the channels of the rooms it has local followers for (and only those, so
 adding nodes divides the fan-out instead of repeating it) and forwards each snapshot to
-its local followers. A snapshot
+its local followers. A change made on this node goes to its followers here at once
+(:meth:`Hub.deliver_state`), and the broadcast's copy, which then finds them up to date,
+is dropped unread. A snapshot
 is encoded once per kind of viewer (seat 0, seat 1, spectator) and codec, and those same
 bytes are queued for every such follower. Sends never wait on a client: each connection
 has a queue of encoded frames drained by its own writer task, bounded by bytes and by how
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import struct
 import time
 from collections import deque
@@ -73,13 +76,23 @@ class StateFrames:
         self.snapshot = snapshot
         self._frames: dict[tuple[int | None, Codec], bytes] = {}
         self._wire: dict[tuple[int | None, Codec], bytes] = {}
+        self._json: bytes | None = None  # the snapshot as JSON, without "you"
 
     def frame(self, you: int | None, codec: Codec) -> bytes:
         """The message's bytes in ``codec`` for a viewer in seat ``you``."""
         key = (you, codec)
         frame = self._frames.get(key)
         if frame is None:
-            frame = self._frames[key] = encode_bytes({**self.snapshot, "you": you}, codec)
+            if codec == "json" and "you" not in self.snapshot:
+                # JSON is encoded once: each viewer's copy ends with its own "you" (the
+                # same bytes as encoding it with "you" as the last key).
+                if self._json is None:
+                    self._json = encode_bytes(self.snapshot, codec)
+                seat = b"null" if you is None else b"%d" % you
+                frame = b'%s,"you":%s}' % (self._json[:-1], seat)
+            else:
+                frame = encode_bytes({**self.snapshot, "you": you}, codec)
+            self._frames[key] = frame
         return frame
 
     def wire(self, you: int | None, codec: Codec) -> bytes:
@@ -144,7 +157,7 @@ class Connection:
         self,
         ws: Socket,
         codec: Codec,
-        transport: asyncio.BaseTransport | None = None,
+        transport: asyncio.Transport | None = None,
     ) -> None:
         self.ws = ws
         self.transport = transport
@@ -152,7 +165,7 @@ class Connection:
         self.opcode = opcode_for(codec)
         #: The transport frames are written to directly (None: through ``ws.send_frame``).
         self.direct: asyncio.WriteTransport | None = (
-            transport if isinstance(transport, asyncio.WriteTransport) and not ws.compress else None
+            transport if transport is not None and not ws.compress else None
         )
         #: Since when the direct transport has had bytes waiting, as last seen.
         self._behind_since: float | None = None
@@ -342,7 +355,7 @@ class Connection:
         try:
             await asyncio.wait_for(self.ws.close(code=code, message=message), timeout=2.0)
         except (TimeoutError, ConnectionError, RuntimeError):
-            if isinstance(self.transport, asyncio.Transport):
+            if self.transport is not None:
                 self.transport.abort()
 
     async def _write(self) -> None:
@@ -480,8 +493,10 @@ class Hub:
     def add(self, conn: Connection) -> None:
         self.connections.add(conn)
 
-    async def remove(self, conn: Connection) -> list[str]:
-        """Forget ``conn``; the rooms where it was a player (their presence changed).
+    async def remove(self, conn: Connection) -> None:
+        """Forget ``conn``: it is counted out of the rooms it followed, and where it was
+        a player, the room's followers are told (one step each, see
+        :meth:`RoomService.leave`).
 
         Local bookkeeping goes first, so a Redis failure cannot leave a closed
         connection among the followers.
@@ -490,10 +505,12 @@ class Hub:
         seats = dict(conn.rooms)
         for room_id in seats:
             self._drop(conn, room_id)
-        played = [room_id for room_id, seat in seats.items() if seat is not None]
         for room_id, seat in seats.items():
             try:
-                await self.store.attach(room_id, seat, -1)
+                if seat is None:
+                    await self.store.attach(room_id, seat, -1)
+                else:
+                    await self.service.leave(room_id, seat)
             except (aioredis.RedisError, OSError) as exc:
                 # Owed, not forgotten: else the player would show as connected (or the
                 # spectator counted) for as long as this node lives. Paid back once Redis
@@ -503,7 +520,6 @@ class Hub:
             else:
                 if seat is None:
                     self.spectators_changed(room_id)
-        return played
 
     async def _pay_owed_leaves(self) -> None:
         """Record the departures that failed while Redis was unreachable, and say so."""
@@ -564,7 +580,7 @@ class Hub:
                     or conn.closing
                     or conn.ws.closed
                     or now - lag.last_sent < PING_INTERVAL_S
-                    or not isinstance(transport, asyncio.WriteTransport)
+                    or transport is None
                     or transport.get_write_buffer_size() > PING_BACKLOG_BYTES
                 ):
                     continue
@@ -872,10 +888,20 @@ class Hub:
             self._owed_leaves.pop((room_id, seat), None)  # settled by this absolute count
             await self.store.restate(room_id, seat, count)
 
+    def deliver_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
+        """A snapshot this node committed, to the room's followers here, players first,
+        without waiting for its broadcast: an opponent on this node sees the move one
+        Redis hop sooner, and the broadcast is not decoded (see :meth:`_up_to_date`)."""
+        followers = self.followers.get(room_id)
+        if followers:
+            frames = StateFrames(snapshot)
+            for conn in _players_first(room_id, followers):
+                conn.send_state(room_id, frames)
+
     def _deliver(self, channel: str, data: str) -> None:
         room_id = channel[len(ROOM_CHANNEL) :]
         followers = self.followers.get(room_id)
-        if not followers:
+        if not followers or _up_to_date(room_id, followers, data):
             return
         try:
             message = fastjson.loads(data)
@@ -909,6 +935,23 @@ class Hub:
                 conn.send_state(room_id, frames)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("dropping a malformed message on %s: %s", channel, exc)
+
+
+#: How every state snapshot begins (store.snapshot_parts keeps the order of
+#: room.snapshot's keys), with its version.
+_STATE_HEAD = re.compile(r'\{"type":"state","room":"[^"]*","version":([0-9]+),')
+
+
+def _up_to_date(room_id: str, followers: set[Connection], data: str) -> bool:
+    """Whether a broadcast snapshot would be skipped by every follower here (each has
+    its version, or a later one, as after :meth:`Hub.deliver_state`), read from its
+    head without decoding it. A presence update, which is sent again at the same
+    version, is never skipped here; nor is anything that is not a state."""
+    head = _STATE_HEAD.match(data)
+    if head is None or '"kind":"presence"' in data:
+        return False
+    version = int(head[1])
+    return all(conn.last_version.get(room_id, -1) >= version for conn in followers)
 
 
 def _players_first(room_id: str, followers: set[Connection]) -> list[Connection]:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
+import redis.asyncio as aioredis
+
 from kibitz.server import clocks
 from kibitz.server import room as rooms
 from kibitz.server.limits import Limits
@@ -195,15 +197,39 @@ class RoomService:
                 room, fresh = await self._load(room_id), True
                 if room is None:
                     return
-            snap = rooms.snapshot(
-                room, self.state_of(room), Presence(), self.claim_after_ms, self.clock_ms()
-            )
-            snap["event"] = {"kind": "presence"}
-            if await self.store.publish_presence(room, snap) is not None or fresh:
+            sent = await self.store.publish_presence(room, self._presence_snapshot(room))
+            if sent is not None or fresh:
                 # Sent; or the room moved on since it was read, after the presence change:
                 # the commit that moved it published who is there (it reads presence).
                 return
             room = None
+
+    async def leave(self, room_id: str, seat: int) -> None:
+        """The connection of ``seat``'s player on this node has gone: counted out, and
+        every follower told, in one round trip when this node has the room's current
+        version (else a second tells them). A Redis error means not counted out; once
+        counted out, a failure to tell is only logged."""
+        room = self.cached(room_id) or await self._load(room_id)
+        if room is None:
+            await self.store.attach(room_id, seat, -1)
+            return
+        snapshot = self._presence_snapshot(room)
+        if await self.store.publish_presence(room, snapshot, leaving=seat) is not None:
+            return
+        # The room moved on before the count changed: tell them who is there now.
+        try:
+            await self.publish_presence(room_id)
+        except (aioredis.RedisError, OSError) as exc:
+            log.warning("presence update failed: %s", exc)
+
+    def _presence_snapshot(self, room: Room) -> dict[str, Any]:
+        """The room as a presence update: its current version with who is there (filled
+        in by the script that publishes it)."""
+        snap = rooms.snapshot(
+            room, self.state_of(room), Presence(), self.claim_after_ms, self.clock_ms()
+        )
+        snap["event"] = {"kind": "presence"}
+        return snap
 
     # -- commands ----------------------------------------------------------------------
     async def create(self, msg: Create, token: str, owner: str | None = None) -> tuple[Room, int]:

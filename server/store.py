@@ -296,50 +296,81 @@ return out
 """
 )
 
-# KEYS: presence hash, room; ARGV: "seat:node" (or "s:node" for spectators), count, "add"
-# (count is a delta) or "set" (an absolute count), node key prefix. Drops fields that
+# Counts a connection of a seat's player (field "seat:node") or a spectator ("s:node") on
+# a node in or out. mode "add": n is a delta; "set": n is the count. Drops fields that
 # reach zero; for a seat, records since when its player has had no connection anywhere
-# (or clears that once it has one).
+# (or clears that once it has one). Returns the count.
+_ATTACH_LIB = """
+local function presence_attach(hash, room, field, n, mode, node_prefix)
+  n = tonumber(n)
+  if mode == 'add' then n = redis.call('HINCRBY', hash, field, n) end
+  if n <= 0 then
+    redis.call('HDEL', hash, field)
+  elseif mode == 'set' then
+    redis.call('HSET', hash, field, n)
+  end
+  local seat = string.match(field, '^(%d+):')
+  if seat then
+    local counts = presence_counts(hash, node_prefix)
+    if (counts[tonumber(seat) + 1] or 0) > 0 then
+      redis.call('HDEL', hash, 'gone:' .. seat)
+    elseif redis.call('HEXISTS', hash, 'gone:' .. seat) == 0 then
+      redis.call('HSET', hash, 'gone:' .. seat, string.format('%d', presence_now()))
+    end
+  end
+  presence_ttl(hash, room)
+  return n
+end
+"""
+
+# Publishes a snapshot (its three parts, see presence_splice) with who is there now, if
+# the room is still at the version it was made from. Returns {1, version, connected 0,
+# connected 1, spectators, gone 0, gone 1}, or {0, current version or -1} if the room
+# moved on (or is gone).
+_PUBLISH_LIB = """
+local function publish_presence(room, hash, version, node_prefix, flags, head, s0, s1, chan)
+  local current = redis.call('HGET', room, 'version')
+  if (not current) or tonumber(current) ~= tonumber(version) then
+    return {0, tonumber(current or -1)}
+  end
+  local snapshot, present = presence_splice(hash, room, node_prefix, flags, head, s0, s1)
+  redis.call('PUBLISH', chan, snapshot)
+  return {1, tonumber(current), present[1], present[2], present[3], present[4], present[5]}
+end
+"""
+
+# KEYS: presence hash, room; ARGV: "seat:node" (or "s:node" for spectators), count, "add"
+# or "set", node key prefix (see presence_attach).
 _ATTACH = (
     _PRESENCE_LIB
+    + _ATTACH_LIB
     + """
-local n = tonumber(ARGV[2])
-if ARGV[3] == 'add' then n = redis.call('HINCRBY', KEYS[1], ARGV[1], n) end
-if n <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-elseif ARGV[3] == 'set' then
-  redis.call('HSET', KEYS[1], ARGV[1], n)
-end
-local seat = string.match(ARGV[1], '^(%d+):')
-if seat then
-  local counts = presence_counts(KEYS[1], ARGV[4])
-  if (counts[tonumber(seat) + 1] or 0) > 0 then
-    redis.call('HDEL', KEYS[1], 'gone:' .. seat)
-  elseif redis.call('HEXISTS', KEYS[1], 'gone:' .. seat) == 0 then
-    redis.call('HSET', KEYS[1], 'gone:' .. seat, string.format('%d', presence_now()))
-  end
-end
-presence_ttl(KEYS[1], KEYS[2])
-return n
+return presence_attach(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 """
 )
 
 # KEYS: room, presence hash; ARGV: the version the snapshot was made from, node key
-# prefix, seat flags, the snapshot's three parts (see presence_splice), channel. Publishes
-# the snapshot with who is there now, if the room is still at that version. Returns {1,
-# version, connected 0, connected 1, spectators, gone 0, gone 1}, or {0, current version
-# or -1} if the room moved on (or is gone).
+# prefix, seat flags, the snapshot's three parts, channel (see publish_presence).
 _PUBLISH_PRESENCE = (
     _PRESENCE_LIB
+    + _PUBLISH_LIB
     + """
-local current = redis.call('HGET', KEYS[1], 'version')
-if (not current) or tonumber(current) ~= tonumber(ARGV[1]) then
-  return {0, tonumber(current or -1)}
-end
-local snapshot, present = presence_splice(KEYS[2], KEYS[1], ARGV[2], ARGV[3], ARGV[4],
-                                          ARGV[5], ARGV[6])
-redis.call('PUBLISH', ARGV[7], snapshot)
-return {1, tonumber(current), present[1], present[2], present[3], present[4], present[5]}
+return publish_presence(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+                        ARGV[6], ARGV[7])
+"""
+)
+
+# A player's connection on this node left: counted out, and the room's snapshot published
+# with who is there now, in one step. KEYS and ARGV as _PUBLISH_PRESENCE's, and ARGV[8]
+# the field ("seat:node") counted out. Returns as publish_presence.
+_LEAVE = (
+    _PRESENCE_LIB
+    + _ATTACH_LIB
+    + _PUBLISH_LIB
+    + """
+presence_attach(KEYS[2], KEYS[1], ARGV[8], -1, 'add', ARGV[2])
+return publish_presence(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+                        ARGV[6], ARGV[7])
 """
 )
 
@@ -462,6 +493,7 @@ class RoomStore:
         self._presence = redis.register_script(_PRESENCE)
         self._publish_presence = redis.register_script(_PUBLISH_PRESENCE)
         self._attach = redis.register_script(_ATTACH)
+        self._leave = redis.register_script(_LEAVE)
         self._archived = redis.register_script(_ARCHIVED)
         self._forget = redis.register_script(_FORGET)
         self._queue_legacy = redis.register_script(_QUEUE_LEGACY)
@@ -623,15 +655,24 @@ class RoomStore:
         """Fan out a snapshot that is not a new version (a presence change)."""
         await self.redis.publish(channel(room_id), fastjson.dumps(snapshot))
 
-    async def publish_presence(self, room: Room, snapshot: dict[str, Any]) -> Presence | None:
+    async def publish_presence(
+        self, room: Room, snapshot: dict[str, Any], leaving: int | None = None
+    ) -> Presence | None:
         """Fan out ``snapshot`` (of ``room``, same version) with who is there now, read in
         the same atomic step (one round trip); None, and nothing sent, if the room is no
-        longer at ``room.version`` (or gone)."""
+        longer at ``room.version`` (or gone).
+
+        ``leaving``: a seat whose player's connection on this node has just gone, counted
+        out (as ``attach(room.id, leaving, -1)``) in the same step, whatever the version."""
         head, seat0, seat1 = snapshot_parts(snapshot)
-        reply: Any = await self._publish_presence(
-            keys=[room_key(room.id), presence_key(room.id)],
-            args=[room.version, NODES, seat_flags(room), head, seat0, seat1, channel(room.id)],
-        )
+        keys = [room_key(room.id), presence_key(room.id)]
+        args: list[str | bytes | int] = [
+            room.version, NODES, seat_flags(room), head, seat0, seat1, channel(room.id)
+        ]  # fmt: skip
+        if leaving is None:
+            reply: Any = await self._publish_presence(keys=keys, args=args)
+        else:
+            reply = await self._leave(keys=keys, args=[*args, self._presence_field(leaving)])
         if int(reply[0]) != 1:
             return None
         presence = _presence_reply(reply[2:])

@@ -102,6 +102,20 @@ async def test_a_fresh_upgrade_with_data_behind_it_and_a_bad_handshake(live_serv
     writer.close()
 
 
+async def test_messages_sent_before_the_answer_wait_for_the_session(live_server) -> None:
+    """A client that does not wait for the 101 (the request and two messages in one
+    write) has its messages handled, in order, once its session is open."""
+    reader, writer = await open_raw(live_server)
+    pings = [json.dumps({"type": "ping", "rid": rid}).encode() for rid in (1, 2)]
+    frames = [Frame(Opcode.TEXT, ping).serialize(mask=True, extensions=[]) for ping in pings]
+    writer.write(upgrade_request() + b"".join(frames))
+    assert (await read_head(reader)).startswith(b"HTTP/1.1 101")
+    replies = [json.loads((await read_frame(reader))[1]) for _ in range(3)]
+    assert [r["type"] for r in replies] == ["welcome", "pong", "pong"]
+    assert [r["rid"] for r in replies[1:]] == [1, 2]
+    writer.close()
+
+
 async def test_fragmented_messages_and_invalid_text(live_server) -> None:
     async with websockets.connect(live_server.ws_url) as ws:
         assert json.loads(await ws.recv())["type"] == "welcome"

@@ -5,16 +5,43 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 import websockets
 
 from kibitz.client.connection import KibitzClient, newer_than, ws_url
+from kibitz.server.hub import StateFrames, _up_to_date
+from kibitz.shared import fastjson
+from kibitz.shared.protocol import encode_bytes
 from tests.conftest import ServerProcess, start_server
 
-pytestmark = pytest.mark.asyncio
-
 SPECTATORS = 200
+
+
+def test_a_state_is_encoded_once_and_each_viewer_gets_its_seat() -> None:
+    snapshot = {"type": "state", "room": "abc", "version": 7, "name": "é", "seats": [{}, {}]}
+    frames = StateFrames(snapshot)
+    for you in (None, 0, 1):
+        for codec in ("json", "msgpack"):
+            assert frames.frame(you, codec) == encode_bytes({**snapshot, "you": you}, codec)
+    # One that has "you" already is encoded whole: no key twice.
+    assert json.loads(StateFrames({**snapshot, "you": 1}).frame(0, "json"))["you"] == 0
+
+
+def test_a_broadcast_every_follower_has_is_dropped_unread() -> None:
+    def state(version: int, kind: str) -> str:
+        snapshot = {"type": "state", "room": "r1", "version": version, "event": {"kind": kind}}
+        return fastjson.dumps(snapshot).decode()
+
+    behind = [SimpleNamespace(last_version={"r1": 5}), SimpleNamespace(last_version={})]
+    assert not _up_to_date("r1", behind, state(5, "move"))  # one has not got it
+    followers = [SimpleNamespace(last_version={"r1": 5}), SimpleNamespace(last_version={"r1": 6})]
+    assert _up_to_date("r1", followers, state(5, "move"))
+    assert not _up_to_date("r1", followers, state(6, "move"))
+    assert not _up_to_date("r1", followers, state(5, "presence"))  # sent again at a version
+    thinking = fastjson.dumps({"type": "thinking", "room": "r1", "version": 4}).decode()
+    assert not _up_to_date("r1", followers, thinking)
 
 
 @pytest.fixture(scope="module")

@@ -197,3 +197,52 @@ def test_snapshot_parts_join_back_to_the_snapshot() -> None:
         + s1 + b',"connected":false,"gone_ms":17}],"spectators":3}'
     )  # fmt: skip
     assert json.loads(joined) == snap
+
+
+async def _published(url: str, room_id: str, action: Any) -> list[dict[str, Any]]:
+    """What is published on the room's channel while ``action()`` runs."""
+    listener = aioredis.from_url(url, decode_responses=True)
+    pubsub = listener.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(channel(room_id))
+    try:
+        await action()
+        messages = []
+        deadline = asyncio.get_running_loop().time() + 0.5
+        while asyncio.get_running_loop().time() < deadline:
+            message = await pubsub.get_message(timeout=0.1)
+            if message is not None:
+                messages.append(json.loads(message["data"]))
+        return messages
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await listener.aclose()
+
+
+async def test_a_player_leaving_is_counted_out_and_told_in_one_round_trip(nodes, redis_url) -> None:
+    a, _b = nodes
+    room_id = await _game(a)
+    await a.store.attach(room_id, 0, +2)  # two connections of seat 0's player
+    await a.store.attach(room_id, 1, +1)
+    # One of seat 0's goes: the followers are told, at the room's version; it is still there.
+    told = await _published(redis_url, room_id, lambda: a.leave(room_id, 0))
+    assert len(told) == 1 and told[0]["event"] == {"kind": "presence"}
+    assert told[0]["version"] == 1
+    assert [s["connected"] for s in told[0]["seats"]] == [True, True]
+    # Seat 1's only one goes: counted out, and gone since now, in one round trip.
+    counts = await _counted(redis_url, lambda: a.leave(room_id, 1))
+    assert counts == {"EVALSHA": 1}, counts
+    presence = await a.store.redis.hgetall(presence_key(room_id))
+    assert "1:n0" not in presence and int(presence["gone:1"]) > 0 and presence["0:n0"] == "1"
+
+
+async def test_a_leave_on_an_old_copy_is_counted_out_and_told_as_the_room_is(
+    nodes, redis_url
+) -> None:
+    a, b = nodes
+    room_id = await _game(a)
+    await a.store.attach(room_id, 1, +1)
+    await b.move(PlayMove(room_id, "x", "5"))  # node a's copy is one version behind
+    told = await _published(redis_url, room_id, lambda: a.leave(room_id, 1))
+    assert [m["version"] for m in told] == [2]  # not the old version: the room as it is
+    assert told[0]["seats"][1]["connected"] is False and told[0]["seats"][1]["gone_ms"] > 0
+    assert "1:n0" not in await a.store.redis.hgetall(presence_key(room_id))
