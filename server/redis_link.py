@@ -39,7 +39,7 @@ import ssl
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 import hiredis
 import redis.asyncio as aioredis
@@ -153,7 +153,8 @@ class _Wire(asyncio.Protocol):
         self.on_space: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # (Checked by what it does, not by its class: uvloop's are not asyncio's.)
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
@@ -460,7 +461,8 @@ class Subscription(asyncio.Protocol):
         return message
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # (Checked by what it does, not by its class: uvloop's are not asyncio's.)
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:

@@ -16,15 +16,23 @@ import weakref
 import pytest
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.cli.serve import LISTENING, freeze_startup_heap, spawn_server
+from kibitz.server.cli.serve import (
+    LISTENING,
+    event_loop_factory,
+    freeze_startup_heap,
+    spawn_server,
+)
 
 pytestmark = pytest.mark.asyncio
 
 
-def serve_embedded(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+def serve_embedded(
+    data_dir: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     # An empty KIBITZ_REDIS_URL means "no shared Redis": the embedded default.
     process, url, _ = spawn_server(
-        ["--port", "0", "--workers", "1"], {"KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": data_dir}
+        ["--port", "0", "--workers", "1"],
+        {"KIBITZ_REDIS_URL": "", "KIBITZ_DATA_DIR": data_dir, **(env or {})},
     )
     threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
     return process, url
@@ -161,3 +169,29 @@ async def test_startup_heap_is_frozen_and_later_garbage_still_collected() -> Non
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+async def test_the_node_runs_on_uvloop_unless_told_otherwise(tmp_path, monkeypatch) -> None:
+    import uvloop
+
+    monkeypatch.delenv("KIBITZ_EVENT_LOOP", raising=False)
+    assert event_loop_factory() is uvloop.new_event_loop
+    monkeypatch.setenv("KIBITZ_EVENT_LOOP", "asyncio")
+    assert event_loop_factory() is None
+    # A node on the standard library's loop plays a game through, as the suite's nodes
+    # (on uvloop) do.
+    proc, url = serve_embedded(str(tmp_path), {"KIBITZ_EVENT_LOOP": "asyncio"})
+    try:
+        async with await KibitzClient.open(url) as a, await KibitzClient.open(url) as b:
+            room = (await a.create("tictactoe", seat=0))["room"]
+            await b.join(room)
+            players = {0: a, 1: b}
+            state = await a.wait_state(room, lambda s: s["status"] == "playing")
+            while state["status"] == "playing":
+                mover = players[state["to_move"]]
+                await mover.move(room, state["legal_moves"][0], state["version"])
+                version = state["version"]
+                state = await a.wait_state(room, lambda s, v=version: s["version"] > v)
+            assert state["status"] == "over" and len(state["moves"]) >= 5
+    finally:
+        stop(proc)
