@@ -730,8 +730,7 @@ class Session:
         elif isinstance(message, Claim):
             await self._answer(await service.claim(message))
         elif isinstance(message, Leave):
-            if await self.hub.unfollow(conn, message.room):
-                await service.publish_presence(message.room)
+            await self.hub.unfollow(conn, message.room)  # its room told, if it played there
             conn.send(left_message(message.room, message.rid))
         elif isinstance(message, Chat):
             await self._chat(message)
@@ -770,9 +769,10 @@ class Session:
         # To the room's other followers here too (a joiner's opponent); skipped by any
         # that its broadcast reached first.
         self.hub.deliver_state(room.id, snap)
-        # Where the room is now, and its players' chat, in one round trip.
+        # Where the room is now, and the chat its players read, in one round trip.
+        which = channel_of(seat)
         latest, chat = await asyncio.gather(
-            self.service.store.version(room.id), self.app[CHAT_KEY].history(room.id, "players")
+            self.service.store.version(room.id), self.app[CHAT_KEY].history(room.id, which)
         )
         if latest is None:
             raise RoomError("room/unknown", f"no room {room.id!r}")
@@ -780,7 +780,7 @@ class Session:
         if latest > max(room.version, self.conn.last_version.get(room.id, -1)):
             await self._send_current(room.id, room.version)
         else:
-            self._send_chat(room.id, "players", chat)
+            self._send_chat(room.id, which, chat)
 
     async def follow_room(self, room_id: str, seat: int | None) -> None:
         """Follow ``room_id`` as ``seat`` and send its state (an accepted seek)."""

@@ -507,19 +507,13 @@ class Hub:
             self._drop(conn, room_id)
         for room_id, seat in seats.items():
             try:
-                if seat is None:
-                    await self.store.attach(room_id, seat, -1)
-                else:
-                    await self.service.leave(room_id, seat)
+                await self._count_out(room_id, seat)
             except (aioredis.RedisError, OSError) as exc:
                 # Owed, not forgotten: else the player would show as connected (or the
                 # spectator counted) for as long as this node lives. Paid back once Redis
                 # answers again.
                 log.warning("could not record that a follower left %s: %s", room_id, _why(exc))
                 self._owed_leaves[(room_id, seat)] = self._owed_leaves.get((room_id, seat), 0) + 1
-            else:
-                if seat is None:
-                    self.spectators_changed(room_id)
 
     async def _pay_owed_leaves(self) -> None:
         """Record the departures that failed while Redis was unreachable, and say so."""
@@ -554,16 +548,24 @@ class Hub:
         await self._subscribe_room(room_id)
         return changed
 
-    async def unfollow(self, conn: Connection, room_id: str) -> bool:
-        """Stop following; True if ``conn`` was a player there (presence changed)."""
+    async def unfollow(self, conn: Connection, room_id: str) -> None:
+        """Stop following: counted out, and where ``conn`` was a player, the room's
+        followers are told."""
         if room_id not in conn.rooms:
-            return False
+            return
         seat = conn.rooms[room_id]
         self._drop(conn, room_id)
-        await self.store.attach(room_id, seat, -1)
+        await self._count_out(room_id, seat)
+
+    async def _count_out(self, room_id: str, seat: int | None) -> None:
+        """One follower of ``room_id`` on this node gone: a spectator is counted out (the
+        count is broadcast later); a player is counted out and the room's followers told,
+        in one step (:meth:`RoomService.leave`)."""
         if seat is None:
+            await self.store.attach(room_id, None, -1)
             self.spectators_changed(room_id)
-        return seat is not None
+        else:
+            await self.service.leave(room_id, seat)
 
     async def _ping_seated(self) -> None:
         """Ping each connection that holds a seat every PING_INTERVAL_S, the first time
@@ -891,7 +893,7 @@ class Hub:
     def deliver_state(self, room_id: str, snapshot: dict[str, Any]) -> None:
         """A snapshot this node committed, to the room's followers here, players first,
         without waiting for its broadcast: an opponent on this node sees the move one
-        Redis hop sooner, and the broadcast is not decoded (see :meth:`_up_to_date`)."""
+        Redis hop sooner, and the broadcast is not decoded (see :func:`_up_to_date`)."""
         followers = self.followers.get(room_id)
         if followers:
             frames = StateFrames(snapshot)
@@ -930,9 +932,7 @@ class Hub:
                             lines[conn.codec] = encode_bytes(message, conn.codec)
                         conn.send_frame(lines[conn.codec])
                 return
-            frames = StateFrames(message)
-            for conn in _players_first(room_id, followers):
-                conn.send_state(room_id, frames)
+            self.deliver_state(room_id, message)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("dropping a malformed message on %s: %s", channel, exc)
 
