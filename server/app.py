@@ -8,6 +8,8 @@ reach every follower through the hub (Redis pub/sub), whichever node made them.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import itertools
 import logging
 import os
@@ -32,7 +34,7 @@ from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from kibitz.server import analysis, games_api
+from kibitz.server import analysis, export, games_api, query
 from kibitz.server import room as rooms
 from kibitz.server.analysis import AnalysisCollector
 from kibitz.server.archive import Archive, display_url
@@ -65,7 +67,6 @@ from kibitz.server.seeks import (
     MAX_ROOMS_PAGE,
     SEEKS_CHANNEL,
     Seeks,
-    decode_cursor,
     live_rooms_page,
     lobby_game,
 )
@@ -128,6 +129,10 @@ SERVICE_KEY = web.AppKey("service", RoomService)
 HUB_KEY = web.AppKey("hub", Hub)
 REDIS_KEY = web.AppKey("redis", aioredis.Redis)
 NODE_KEY = web.AppKey("node", str)
+#: The origins of the node's own listening address (used while no public origin is set).
+LISTENING_ORIGINS_KEY = web.AppKey("listening_origins", set[str])
+#: The key that turns worker names into the opaque ids ``/api/status`` shows.
+STATUS_KEY = web.AppKey("status_key", bytes)
 METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
 TASKS_KEY = web.AppKey("tasks", list)
 LIMITS_KEY = web.AppKey("limits", Limits)
@@ -244,11 +249,16 @@ def create_app(
     lifetimes = lifetimes or Lifetimes()
     app = web.Application(client_max_size=64 * 1024)
     app[LIMITS_KEY] = limits or Limits()
-    app[NODE_KEY] = node or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    # Opaque: /healthz, /api/status and every welcome show it to anybody, and a host name
+    # or process id helps only an attacker (the log maps it to both, below).
+    app[NODE_KEY] = node or f"node-{uuid.uuid4().hex[:12]}"
+    app[LISTENING_ORIGINS_KEY] = set()  # filled once the node listens (server/cli/serve.py)
+    app[STATUS_KEY] = os.urandom(16)
     app[METRICS_KEY] = Metrics()
     app[WS_COMPRESSION_KEY] = ws_compression
 
     async def startup(app: web.Application) -> None:
+        log.info("node %s: process %d on %s", app[NODE_KEY], os.getpid(), socket.gethostname())
         app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
         log.info("finished games go to %s", display_url(database_url))
         # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
@@ -258,7 +268,10 @@ def create_app(
         store = RoomStore(redis, app[NODE_KEY], lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
         await store.heartbeat()
         await store.ensure_groups()
-        service = RoomService(store, app[LIMITS_KEY].ai_games_per_address, first_move_ms)
+        # One room budget for every way a room is made (create here, seeks, rematches).
+        limiter = AddressLimiter(redis, app[NODE_KEY], app[LIMITS_KEY])
+        ai_games = app[LIMITS_KEY].ai_games_per_address
+        service = RoomService(store, ai_games, first_move_ms, limiter)
         await service.sync_clock()
         hub = Hub(redis.link.address, service, app[NODE_KEY])
         app[CHAT_KEY] = ChatStore(redis)
@@ -268,7 +281,7 @@ def create_app(
         m = app[METRICS_KEY]
         consumer = ResultsConsumer(redis, service, app[NODE_KEY], m.ai_moves, m.fallback_moves)
         app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY], app[HUB_KEY] = redis, store, service, hub
-        app[LIMITER_KEY] = AddressLimiter(redis, app[NODE_KEY], app[LIMITS_KEY])
+        app[LIMITER_KEY] = limiter
         archiver = Archiver(redis, service, archive, app[NODE_KEY], lifetimes)
         app[TASKS_KEY] = [
             asyncio.create_task(consumer.run()),
@@ -394,20 +407,11 @@ async def api_games(request: web.Request) -> web.Response:
 async def api_rooms(request: web.Request) -> web.Response:
     """The unfinished rooms, most recent first, a page at a time (``limit``, ``before``)."""
     service = request.app[SERVICE_KEY]
-    raw_limit = request.query.get("limit", str(MAX_ROOMS_PAGE))
-    if not raw_limit.isdigit() or int(raw_limit) < 1:
-        return web.json_response(
-            error_message("query/invalid", "limit must be a whole number 1 or more"), status=400
-        )
-    limit = min(int(raw_limit), MAX_ROOMS_PAGE)
-    raw_before = request.query.get("before") or request.query.get("cursor") or None
     try:
-        before = decode_cursor(raw_before) if raw_before else None
-    except ValueError:
-        return web.json_response(
-            error_message("query/invalid", "before must be the next cursor of an earlier page"),
-            status=400,
-        )
+        limit = query.whole_number(request.query, "limit", MAX_ROOMS_PAGE, 1, MAX_ROOMS_PAGE)
+        before = query.cursor(request.query, "before", "cursor")
+    except query.QueryError as exc:
+        return query.refusal(exc)
     rooms, next_cursor = await live_rooms_page(service, limit, before)
     entries = [await lobby_game(service, room) for room in rooms]
     return web.json_response({"rooms": entries, "next": next_cursor})
@@ -460,13 +464,28 @@ async def api_record(request: web.Request) -> web.Response:
             headers[name] = seat.name or ("AI" if seat.kind == "ai" else "?")
         outcome = Outcome(**room.result) if room.result else None
         start = game.parse_position(room.start)
-        record[game.record_format] = game.export_record(start, moves, outcome, headers)
+        record[game.record_format] = game.export_record(
+            start, moves, outcome, export.tags(headers)  # escaped: names are typed by people
+        )
     return web.json_response(record)
 
 
 async def api_status(request: web.Request) -> web.Response:
+    """The cluster's status for anybody: each worker's name (which may hold its machine's
+    name and process id) is replaced by an opaque id, the same on every request to this
+    node; ``kibitz status --redis URL`` shows the names."""
     redis = request.app[REDIS_KEY]
-    return web.json_response(await cluster_status(redis))
+    status = await cluster_status(redis)
+    key = request.app[STATUS_KEY]
+    status["workers"] = [
+        {**worker, "name": opaque_id(key, str(worker.get("name", "")))}
+        for worker in status["workers"]
+    ]
+    return web.json_response(status)
+
+
+def opaque_id(key: bytes, name: str) -> str:
+    return "worker-" + hmac.new(key, name.encode(), hashlib.sha256).hexdigest()[:12]
 
 
 async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
@@ -515,7 +534,9 @@ async def admit(app: web.Application, remote: str | None, headers: Mapping[str, 
     the per-address connections: :func:`session_closed` counts it out), or :class:`Refusal`.
     The same checks for both ways a socket arrives (server/edge.py and the aiohttp route)."""
     limits = app[LIMITS_KEY]
-    if not origin_allowed(headers, limits.allowed_origins):
+    listening: set[str] = app[LISTENING_ORIGINS_KEY]
+    own = limits.public_origins or frozenset(listening)
+    if not origin_allowed(headers, limits.allowed_origins, own):
         raise Refusal(403, "auth/origin", "WebSockets from this origin are not allowed")
     if app[HUB_KEY].draining:
         raise Refusal(503, "server/unavailable", "this node is shutting down; use another")
@@ -581,7 +602,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     except ConnectionResetError:  # the client gave up before we answered: nothing to do
         await address_closed(app, address)
         return ws
-    codec: Codec = "msgpack" if request.query.get("codec") == "msgpack" else "json"
+    codec: Codec = query.codec(request.query.getall("codec", []))
     conn = Connection(ws, codec, request.transport)
     session = open_session(app, conn, address)
     try:
@@ -808,7 +829,11 @@ class Session:
         room = await self.service.get(room_id)
         snap = await self.service.snapshot(room)
         event: dict[str, Any] = {"kind": "resync"}
-        if since is not None and 0 <= room.version - since <= RESUME_REPLAY:
+        if since is not None and since >= room.version:
+            # Nothing after it: ``since`` past the version means the room lost changes
+            # the client saw (a Redis failover); this snapshot is the truth.
+            event["missed"] = []
+        elif since is not None and room.version - since <= RESUME_REPLAY:
             event["missed"] = rooms.hide_lines(
                 await self.service.store.events_since(room_id, since), room.status
             )

@@ -21,8 +21,15 @@ oldest first, going on from where it stopped the round before:
 
 - a room whose keys expired (a waiting room nobody joined, after ``waiting_ttl_ms``)
   is taken off the lobby;
-- a playing game idle past its limit (``idle_game_limit_ms`` when untimed) is ended as
-  abandoned through the versioned commit, and so archived like any other;
+- an untimed playing game is ended through the versioned commit
+  (:meth:`RoomService.abandon_if_idle`) when nobody has moved in it for
+  ``unstarted_ttl_ms``, when it has had no change for ``idle_game_limit_ms``, or when
+  every human player has been gone (the presence hash's ``gone:seat`` times) for
+  ``abandon_after_ms`` (``abandon_ai_after_ms`` in a game against the AI, whose seat is
+  never gone). A game with a move ends as abandoned and is archived like any other; one
+  that nobody moved in is aborted, and an aborted game is not archived (the commit gives
+  its keys the finished-room lifetime at once). Timed games are left to their clocks
+  (the first-move timeout, flags: deadlines.py);
 - a waiting room older than its lifetime that has no TTL (made before TTLs existed) is
   deleted.
 
@@ -52,6 +59,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from kibitz.server.archive import Archive, ArchiveError
 from kibitz.server.background import raise_if_stopping
+from kibitz.server.chat import settle_record_chat
 from kibitz.server.records import record_of
 from kibitz.server.room import Room
 from kibitz.server.service import RoomService
@@ -80,6 +88,9 @@ SWEEP_S = 1.0
 SWEEP_BATCH = 100  # lobby entries looked at per sweep round
 LEGACY_SCAN = 200  # keys looked at per round by the one pass over pre-archive rooms
 IDLE_GAME_LIMIT_MS = 3 * 24 * 60 * 60 * 1000
+UNSTARTED_TTL_MS = 10 * 60 * 1000  # an untimed game nobody has moved in is aborted
+ABANDON_AFTER_MS = 30 * 60 * 1000  # both players gone this long: the game is abandoned
+ABANDON_AI_AFTER_MS = 24 * 60 * 60 * 1000  # the same for the human of a game against the AI
 RETRY_S = 1.0
 
 TRANSIENT = (SQLAlchemyError, aioredis.ConnectionError, aioredis.TimeoutError, OSError)
@@ -92,11 +103,30 @@ class Lifetimes:
     finished_ttl_ms: int = FINISHED_TTL_MS  # after the game is in the database
     waiting_ttl_ms: int = WAITING_TTL_MS  # a room nobody joins
     idle_game_limit_ms: int = IDLE_GAME_LIMIT_MS  # an untimed game nobody plays on
+    unstarted_ttl_ms: int = UNSTARTED_TTL_MS  # an untimed game nobody has moved in
+    abandon_after_ms: int = ABANDON_AFTER_MS  # every player of a game gone
+    abandon_ai_after_ms: int = ABANDON_AI_AFTER_MS  # the human of a game against the AI gone
 
     def idle_limit_ms(self, room: Room) -> int:
-        """How long ``room``'s game may go without a move before it is abandoned.
-        Issue 7 (clocks): a timed game will end when its clock runs out instead."""
+        """How long ``room``'s untimed game may go without a change before it is ended:
+        aborted (never archived) if nobody has moved yet, else abandoned."""
+        if not room.moves:
+            return min(self.idle_game_limit_ms, self.unstarted_ttl_ms)
         return self.idle_game_limit_ms
+
+    def gone_limit_ms(self, room: Room) -> int:
+        """How long every human player of ``room`` may be gone before its game is ended."""
+        return self.abandon_ai_after_ms if room.has_ai else self.abandon_after_ms
+
+    def shortest_ms(self) -> int:
+        """The shortest of these lifetimes: rooms younger than it need no sweeping."""
+        return min(
+            self.waiting_ttl_ms,
+            self.idle_game_limit_ms,
+            self.unstarted_ttl_ms,
+            self.abandon_after_ms,
+            self.abandon_ai_after_ms,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,9 +237,12 @@ class Archiver:
             log.error("archive entry %s names room %r (%s); dropping it", entry_id, room_id, why)
             await self.store.drop_archive_entry(entry_id)
             return None
-        events = await self.store.events_since(room_id, -1)
+        # The chat after the mark is cleared: a line said later queues the room again.
+        events, chat = await asyncio.gather(
+            self.store.events_since(room_id, -1), settle_record_chat(self.redis, room_id)
+        )
         try:
-            record = record_of(room, events)
+            record = record_of(room, events, chat)
         except (KeyError, TypeError, ValueError) as exc:
             log.error("cannot make the record of room %s (%s); dropping it", room_id, exc)
             await self.store.drop_archive_entry(entry_id)
@@ -227,6 +260,27 @@ class Archiver:
 
     async def _release(self, entry: _Entry) -> None:
         await self.store.archived(entry.room_id, entry.entry_id, entry.ttl_ms)
+
+    async def _end_if_idle(self, room: Room, now: int) -> bool:
+        """End ``room``'s untimed game if nobody plays on: no change for its idle limit,
+        or every human player gone for the gone limit (see the module doc)."""
+        if room.clock is not None:
+            return False  # its clock ends it
+        idle = now - room.updated_ms
+        limit = self.lifetimes.idle_limit_ms(room)
+        if idle >= limit and await self.service.abandon_if_idle(room.id, limit):
+            log.info("room %s ended after %d ms without a change", room.id, idle)
+            return True
+        gone_limit = self.lifetimes.gone_limit_ms(room)
+        if idle < gone_limit:
+            return False  # a change since: somebody was there
+        gone = await self.service.players_gone_since(room)
+        if gone is None or self.service.clock_ms() - gone < gone_limit:
+            return False
+        if await self.service.abandon_if_idle(room.id, gone_limit, room.version):
+            log.info("room %s ended: its players have been gone %d ms", room.id, gone_limit)
+            return True
+        return False
 
     async def queue_legacy_rooms(self) -> int:
         """One round of the startup pass over room keys: queue finished rooms that were
@@ -251,7 +305,7 @@ class Archiver:
         """One bounded round over old lobby entries (see the module doc); the number of
         rooms it ended or forgot."""
         now = int(time.time() * 1000)
-        oldest = min(self.lifetimes.waiting_ttl_ms, self.lifetimes.idle_game_limit_ms)
+        oldest = self.lifetimes.shortest_ms()
         ids: Any = await self.redis.zrangebyscore(
             LIVE, "-inf", now - oldest, start=self._sweep_offset, num=SWEEP_BATCH
         )
@@ -263,12 +317,7 @@ class Archiver:
             if room is None:  # its keys expired: a waiting room nobody joined
                 changed += await self.store.forget(room_id, None)
             elif room.status == "playing":
-                limit = self.lifetimes.idle_limit_ms(room)
-                if now - room.updated_ms >= limit and await self.service.abandon_if_idle(
-                    room_id, limit
-                ):
-                    log.info("room %s abandoned after %d ms without a move", room_id, limit)
-                    changed += 1
+                changed += await self._end_if_idle(room, now)
             elif (
                 room.status == "waiting"
                 and now - room.updated_ms >= self.lifetimes.waiting_ttl_ms

@@ -13,10 +13,21 @@ it as text.
 Keys (``kibitz:`` prefix): ``room:{id}:chat:players`` and ``room:{id}:chat:spectators``,
 lists of JSON lines ``{"id", "seat", "name", "text", "at"}``. Their lifetime follows the
 room's (the commit, archive and forget scripts in store.py treat them as room keys).
+
+**The chat in the game record.** A game's record carries both channels (:func:`record_chat`,
+each line with its ``channel``): the spectators' channel is public to the game's audience,
+which anyone may join, players included (docs/protocol.md, Chat). The archiver reads the
+chat when it writes the game to the database. A line said after the game ended (chat
+works as long as the room exists) queues the room for archiving once more, in the same
+Lua step as the line, so the archived record has it too; ``room:{id}:rearchive`` (a
+string with a ``REARCHIVE_MARK_MS`` lifetime) marks such an entry as queued and not yet
+read, so a burst of lines queues one entry, and the archiver deletes the mark before it
+reads the chat (:func:`settle_record_chat`), so no line falls between the two.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import unicodedata
@@ -25,7 +36,7 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 
 from kibitz.server.room import Room, seat_for_token
-from kibitz.server.store import PREFIX, channel, room_key
+from kibitz.server.store import ARCHIVE, PREFIX, channel, room_key
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import MAX_CHAT, ProtocolError
 
@@ -34,6 +45,9 @@ CHANNELS: tuple[Channel, ...] = ("players", "spectators")
 KEPT = 100  # lines kept per channel
 RATE_LINES = 5  # lines a connection may send...
 RATE_WINDOW_S = 10.0  # ...in this many seconds
+#: How long a queued re-archiving of a finished room's chat is marked (a bound: the
+#: archiver deletes the mark when it reads the entry, normally within a second).
+REARCHIVE_MARK_MS = 60_000
 #: Characters refused in a line besides the control characters (Unicode category Cc):
 #: line and paragraph separators, and the bidirectional overrides that can make a line
 #: read as something else.
@@ -42,6 +56,11 @@ REFUSED = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u206
 
 def chat_key(room_id: str, which: Channel) -> str:
     return f"{PREFIX}room:{room_id}:chat:{which}"
+
+
+def rearchive_key(room_id: str) -> str:
+    """The mark of a finished room queued for archiving again for its chat."""
+    return f"{PREFIX}room:{room_id}:rearchive"
 
 
 def check_text(text: str) -> str:
@@ -95,10 +114,14 @@ def sender(room: Room, token: str | None, name: str | None) -> tuple[Channel, in
     return "spectators", None, (name or "spectator")
 
 
-# KEYS: the channel's list, the room; ARGV: the line without its id (JSON), lines kept,
-# pub/sub channel, room id, channel name. Numbers the line (one more than the last
-# kept), appends it, trims the list, gives it the room's lifetime and publishes it.
-# Returns the line as stored (JSON), or false when the room is gone.
+# KEYS: the channel's list, the room, the re-archive mark, the archive stream; ARGV: the
+# line without its id (JSON), lines kept, pub/sub channel, room id, channel name, the
+# mark's lifetime (ms). Numbers the line (one more than the last kept), appends it, trims
+# the list, gives it the room's lifetime and publishes it. In a room whose game has ended
+# (the commit that ended it set the room's ``archive`` field), it also queues the room for
+# archiving again, unless such an entry is queued and not read yet (the mark); the
+# entry's ttl_ms keeps the room's remaining lifetime (empty before it was archived: the
+# archiver's default). Returns the line as stored (JSON), or false when the room is gone.
 _APPEND = """
 local ttl = redis.call('PTTL', KEYS[2])
 if ttl == -2 then return false end
@@ -117,6 +140,12 @@ else
 end
 redis.call('PUBLISH', ARGV[3], '{"type":"chat","room":' .. cjson.encode(ARGV[4]) ..
   ',"channel":' .. cjson.encode(ARGV[5]) .. ',"messages":[' .. encoded .. ']}')
+if redis.call('HEXISTS', KEYS[2], 'archive') == 1 and
+   redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[6]) then
+  local keep = ''
+  if ttl > 0 then keep = tostring(ttl) end
+  redis.call('XADD', KEYS[4], '*', 'room', ARGV[4], 'ttl_ms', keep)
+end
 return encoded
 """
 
@@ -134,8 +163,8 @@ class ChatStore:
         """Store and publish one line; the line as stored (with its id)."""
         line = {"seat": seat, "name": name, "text": text, "at": int(time.time() * 1000)}
         stored = await self._append(
-            keys=[chat_key(room.id, which), room_key(room.id)],
-            args=[json.dumps(line), KEPT, channel(room.id), room.id, which],
+            keys=[chat_key(room.id, which), room_key(room.id), rearchive_key(room.id), ARCHIVE],
+            args=[json.dumps(line), KEPT, channel(room.id), room.id, which, REARCHIVE_MARK_MS],
         )
         if stored is None:
             raise ProtocolError("room/unknown", f"no room {room.id!r}")
@@ -146,6 +175,33 @@ class ChatStore:
         """The channel's kept lines, oldest first."""
         lines: Any = await self.redis.lrange(chat_key(room_id, which), 0, -1)
         return [json.loads(line) for line in lines]
+
+
+async def record_chat(redis: aioredis.Redis, room_id: str) -> list[dict[str, Any]]:
+    """Both channels' kept lines as the game record has them: each line with its
+    ``channel``, in the order they were said (by ``at``; the players' first at a tie)."""
+    replies: Any = await asyncio.gather(
+        *(redis.lrange(chat_key(room_id, which), 0, -1) for which in CHANNELS)
+    )
+    return _merged(replies)
+
+
+async def settle_record_chat(redis: aioredis.Redis, room_id: str) -> list[dict[str, Any]]:
+    """:func:`record_chat` for the archiver: in the same step it deletes the room's
+    re-archive mark first, so a line said from now on queues the room again."""
+    await redis.delete(rearchive_key(room_id))
+    return await record_chat(redis, room_id)
+
+
+def _merged(replies: list[list[str]]) -> list[dict[str, Any]]:
+    lines = [
+        {"channel": which, **json.loads(line)}
+        for which, kept in zip(CHANNELS, replies, strict=True)
+        for line in kept
+    ]
+    # A stable sort: each channel is in id order already.
+    lines.sort(key=lambda line: int(line.get("at") or 0))
+    return lines
 
 
 def chat_message(room_id: str, which: Channel, lines: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,12 +17,26 @@ of two things:
 
 Dead peers are found by one sweep for the node (:meth:`Edge.keepalive`): a connection
 silent for KEEPALIVE_S is pinged, and dropped if still silent KEEPALIVE_S / 2 later.
+
+What the edge refuses before any handshake or HTTP parsing:
+
+- a TCP connection from an address that already has ``max_sockets_per_address`` open on
+  this node (WebSockets and HTTP alike) is closed as it is accepted; a trusted proxy's
+  address is not capped this way (it carries many clients; the per-address WebSocket
+  limit counts them by ``X-Forwarded-For``, server/limits.py);
+- a request head not complete within the head timeout is cut off (aiohttp's keep-alive
+  timeout, set to the same value by ``kibitz serve``, bounds every later head on a
+  kept-alive connection);
+- a head with a line over MAX_LINE_BYTES, or over MAX_HEAD_BYTES in all, is answered 431,
+  logged in one short line; aiohttp's own refusals of later heads on a kept-alive
+  connection are logged in one line too, never with a traceback (:class:`ShortParseErrors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import http
+import ipaddress
 import logging
 import re
 import time
@@ -30,6 +44,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from aiohttp import WSMsgType, web
+from aiohttp.http_exceptions import HttpProcessingError
 from websockets.datastructures import Headers
 from websockets.extensions.permessage_deflate import enable_server_permessage_deflate
 from websockets.frames import Frame, Opcode
@@ -38,19 +53,27 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from kibitz.server import app as server_app
-from kibitz.server.hub import Connection
+from kibitz.server.hub import CLOSE_SLOW, MAX_QUEUED_BYTES, SLOW_CLOSE_GRACE_S, Connection
 from kibitz.shared import fastjson
-from kibitz.shared.protocol import Codec
+from kibitz.shared.protocol import Codec, error_message
 
 log = logging.getLogger(__name__)
 # The parser logs every handshake at INFO: keep its chatter out of the node's log.
 _wire_log = logging.getLogger(__name__ + ".wire")
 _wire_log.setLevel(logging.WARNING)
 
-#: A request head (request line and headers) longer than this is aiohttp's to refuse.
+#: A request head (request line and headers) longer than this is answered 431.
 MAX_HEAD_BYTES = 16 * 1024
-#: A connection that has not sent a whole request head in this long is closed.
+#: A line of a request head longer than this is answered 431 (aiohttp's own line limit).
+MAX_LINE_BYTES = 8190
+#: A connection that has not sent a whole request head in this long is closed (the
+#: default of ``kibitz serve --head-timeout``).
 HEAD_TIMEOUT_S = 30.0
+#: Open TCP connections per client address on a node, past the per-address WebSocket
+#: limit (``--max-connections-per-address``): room for a browser's HTTP connections.
+SOCKETS_OVER_CONNECTIONS = 64
+#: At most one warning this often about sockets refused at accept.
+REFUSAL_LOG_S = 60.0
 #: A connection silent this long is pinged; silent half as long again, it is dropped.
 KEEPALIVE_S = 30.0
 #: The closing handshake: how long a client has to answer our close frame.
@@ -63,6 +86,44 @@ TEARDOWN_S = 10.0
 _UPGRADE = re.compile(rb"\r\nupgrade:[ \t]*websocket[ \t]*\r\n", re.IGNORECASE)
 
 
+def canonical_address(text: str) -> str:
+    """An IP address as the socket gives it (``::1``, not ``0:0::1``); other text as is."""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return text
+
+
+def head_too_large(head: bytes | bytearray) -> bool:
+    """Whether a complete request head (without its blank line) has a line over
+    MAX_LINE_BYTES or is over MAX_HEAD_BYTES in all."""
+    if len(head) > MAX_HEAD_BYTES:
+        return True
+    return any(len(line) > MAX_LINE_BYTES for line in bytes(head).split(b"\r\n"))
+
+
+class ShortParseErrors(logging.Filter):
+    """aiohttp logs a request it cannot parse (a header line over its limit, a malformed
+    head) at ERROR with a traceback: any client could fill the log with them. This turns
+    each into one INFO line (its text cut short and escaped)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "bad request from %s: %s", (remote, repr(str(exc))[:120])
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_parse_errors() -> None:
+    """Install :class:`ShortParseErrors` on aiohttp's server logger (once)."""
+    server_logger = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, ShortParseErrors) for f in server_logger.filters):
+        server_logger.addFilter(ShortParseErrors())
+
+
 def is_websocket_upgrade(head: bytes | bytearray) -> bool:
     """Whether a request head (up to its blank line) asks for a WebSocket on ``/ws``."""
     return head.startswith((b"GET /ws ", b"GET /ws?")) and bool(_UPGRADE.search(head + b"\r\n"))
@@ -71,14 +132,33 @@ def is_websocket_upgrade(head: bytes | bytearray) -> bool:
 class Edge:
     """The protocol factory of a node's listening socket (``loop.create_server(edge)``)."""
 
-    def __init__(self, app: web.Application, http: web.Server) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        http: web.Server,
+        max_sockets_per_address: int | None = None,
+        head_timeout: float = HEAD_TIMEOUT_S,
+    ) -> None:
+        """``max_sockets_per_address``: open TCP connections per client address on this
+        node (None: the per-address WebSocket limit + SOCKETS_OVER_CONNECTIONS; 0: no
+        cap); ``head_timeout``: seconds for a connection's first request head."""
         self.app = app
         self.http = http
         self.hub = app[server_app.HUB_KEY]
         self.compress = app[server_app.WS_COMPRESSION_KEY]
+        limits = app[server_app.LIMITS_KEY]
+        if max_sockets_per_address is None:
+            max_sockets_per_address = limits.connections_per_address + SOCKETS_OVER_CONNECTIONS
+        self.max_sockets = max_sockets_per_address
+        self.uncapped = frozenset(map(canonical_address, limits.trusted_proxies))
+        self.head_timeout = head_timeout
+        self.peers: dict[str, set[asyncio.BaseTransport]] = {}  # address -> its open sockets
+        self.refused = 0  # sockets closed at accept since the last warning
+        self._refusal_logged = -REFUSAL_LOG_S
         self.sockets: set[EdgeSocket] = set()  # open WebSockets
         self.teardowns: set[asyncio.Task[None]] = set()  # closed ones being counted out
         self._sweeper: asyncio.Task[None] | None = None
+        quiet_parse_errors()
 
     def __call__(self) -> EdgeSocket:
         return EdgeSocket(self)
@@ -98,10 +178,48 @@ class Edge:
         if self.teardowns:
             await asyncio.wait(self.teardowns, timeout=TEARDOWN_S)
 
+    def accept(self, peer: str | None, transport: asyncio.BaseTransport) -> bool:
+        """Count a new TCP connection in for its address; False if the address already has
+        its cap of open connections on this node (the caller closes it at once)."""
+        if peer is None or self.max_sockets <= 0 or peer in self.uncapped:
+            return True
+        open_now = self.peers.setdefault(peer, set())
+        if len(open_now) >= self.max_sockets:
+            # Connections aiohttp served and closed are not told to us: forget them now.
+            open_now.difference_update([t for t in open_now if t.is_closing()])
+            if len(open_now) >= self.max_sockets:
+                self._log_refusal(peer)
+                return False
+        open_now.add(transport)
+        return True
+
+    def release(self, peer: str | None, transport: asyncio.BaseTransport) -> None:
+        """A connection counted by :meth:`accept` is closed."""
+        open_now = self.peers.get(peer) if peer is not None else None
+        if open_now is not None:
+            open_now.discard(transport)
+            if not open_now:
+                del self.peers[peer]  # type: ignore[arg-type]
+
+    def _forget_closed(self) -> None:
+        for peer, open_now in list(self.peers.items()):
+            open_now.difference_update([t for t in open_now if t.is_closing()])
+            if not open_now:
+                del self.peers[peer]
+
+    def _log_refusal(self, peer: str) -> None:
+        self.refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= REFUSAL_LOG_S:
+            log.warning("closing TCP connections at accept: %s has %d open (%d refused)",
+                        peer, self.max_sockets, self.refused)  # fmt: skip
+            self._refusal_logged, self.refused = now, 0
+
     async def keepalive(self) -> None:
         """Ping what has been silent for KEEPALIVE_S; drop what stayed silent after that."""
         while True:
             await asyncio.sleep(KEEPALIVE_S / 4)
+            self._forget_closed()
             now = time.monotonic()
             for socket in list(self.sockets):
                 silent = now - socket.heard
@@ -118,13 +236,14 @@ class EdgeSocket(asyncio.Protocol):
     :class:`Connection` writes to."""
 
     __slots__ = (
-        "edge", "transport", "head", "head_timer", "ws", "conn", "session", "parts",
+        "edge", "transport", "peer", "head", "head_timer", "ws", "conn", "session", "parts",
         "text", "inbox", "worker", "gone", "heard", "pinged", "paused",
     )  # fmt: skip
 
     def __init__(self, edge: Edge) -> None:
         self.edge = edge
         self.transport: asyncio.Transport | None = None
+        self.peer: str | None = None  # the TCP peer's address, counted in Edge.peers
         self.head: bytearray | None = bytearray()  # the request head while it arrives
         self.head_timer: asyncio.TimerHandle | None = None
         self.ws: ServerProtocol | None = None  # the WebSocket parser, once upgrading
@@ -144,9 +263,15 @@ class EdgeSocket(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # (Checked by what it does, not by its class: uvloop's are not asyncio's.)
         transport = cast(asyncio.Transport, transport)
-        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        address = peer[0] if isinstance(peer, tuple) else None
+        if not self.edge.accept(address, transport):
+            self.head = None
+            transport.abort()
+            return
+        self.transport, self.peer = transport, address
         loop = asyncio.get_running_loop()
-        self.head_timer = loop.call_later(HEAD_TIMEOUT_S, transport.abort)
+        self.head_timer = loop.call_later(self.edge.head_timeout, transport.abort)
 
     def data_received(self, data: bytes) -> None:
         if self.head is not None:
@@ -154,7 +279,10 @@ class EdgeSocket(asyncio.Protocol):
             end = self.head.find(b"\r\n\r\n")
             if end < 0:
                 if len(self.head) > MAX_HEAD_BYTES:
-                    self._to_http()
+                    self._too_large()
+                return
+            if head_too_large(self.head[:end]):
+                self._too_large()
                 return
             if not is_websocket_upgrade(self.head[:end]):
                 self._to_http()
@@ -181,9 +309,20 @@ class EdgeSocket(asyncio.Protocol):
                 task = asyncio.create_task(self._open(event))
                 self._track(task)
         self._flush()
+        # Pongs (and echoes) the parser wrote for a client that does not read them count
+        # like any frame queued for it: past MAX_QUEUED_BYTES it is a slow client.
+        transport = self.transport
+        if transport is not None and transport.get_write_buffer_size() > MAX_QUEUED_BYTES:
+            transport.pause_reading()  # and it is read no more: no more pongs
+            if self.conn is not None:
+                self.conn.abort(CLOSE_SLOW, b"too slow")
+            else:
+                transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
+        if self.transport is not None:
+            self.edge.release(self.peer, self.transport)
         if self.ws is not None:
             self.ws.receive_eof()
         if self.gone is not None and not self.gone.done():
@@ -237,19 +376,59 @@ class EdgeSocket(asyncio.Protocol):
             return False
         ws.send_close(code, message.decode(errors="replace"))
         self._flush()
+        # Read again (a paused socket would never see the answer); no request is taken.
+        self.inbox.clear()
+        self._resume()
         if self.gone is None:
             self.gone = asyncio.get_running_loop().create_future()
+        if code == CLOSE_SLOW:
+            await self._let_slow_reader_catch_up(transport, self.gone)
         try:
             await asyncio.wait_for(asyncio.shield(self.gone), CLOSE_TIMEOUT_S)
         except TimeoutError:
             transport.abort()
         return True
 
+    @staticmethod
+    async def _let_slow_reader_catch_up(
+        transport: asyncio.Transport, gone: asyncio.Future[None]
+    ) -> None:
+        """A client dropped for not reading: the close frame follows the whole frames
+        queued before it, and aborting the connection now would cut the stream in the
+        middle of one. It gets up to SLOW_CLOSE_GRACE_S to read them (the socket then
+        holds the close frame); only then is it dropped regardless."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SLOW_CLOSE_GRACE_S
+        while transport.get_write_buffer_size() and not gone.done():
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            await asyncio.wait([gone], timeout=min(0.05, left))
+
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
 
     # -- inside -------------------------------------------------------------------------------
+
+    def _too_large(self) -> None:
+        """A request head over the limits: 431, one short log line, and the connection
+        closed."""
+        assert self.transport is not None
+        self._cancel_head_timer()
+        self.head = None
+        body = fastjson.dumps(error_message(
+            "request/too_large",
+            f"request head lines are limited to {MAX_LINE_BYTES} bytes, the head to "
+            f"{MAX_HEAD_BYTES}",
+        ))  # fmt: skip
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"Content-Type: application/json; charset=utf-8\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+        )
+        self.transport.close()
+        log.info("%s: request head too large: 431", self.peer)
 
     def _to_http(self) -> None:
         """Not a WebSocket: from here on aiohttp serves this connection."""
@@ -335,6 +514,8 @@ class EdgeSocket(asyncio.Protocol):
         before the handshake is answered, is still to come)."""
         if self.ws is None or (self.session is None and self.conn is not None):
             return  # the session has ended
+        if self.conn is not None and self.conn.closing:
+            return  # closing: no more requests are taken
         if text:
             try:
                 message: str | bytes = data.decode()
@@ -353,7 +534,9 @@ class EdgeSocket(asyncio.Protocol):
         """Hand the queued messages to the session in order, then end (an idle connection
         has no task)."""
         session, conn = self.session, self.conn
-        assert session is not None and conn is not None
+        if session is None or conn is None:  # the session ended before this task ran
+            self.worker = None
+            return
         try:
             while self.inbox:
                 message = self.inbox.pop(0)

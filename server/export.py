@@ -2,6 +2,14 @@
 
 Pure functions of a record (the dict that ``GET /api/games/{id}`` answers; see
 docs/protocol.md): no I/O, so they work the same on a live room and an archived game.
+
+Every tag value (PGN and PDN share the tag syntax) goes through :func:`tag_value`: a tag
+value is a string token, so a backslash and a quote are escaped with a backslash, and a
+character plain text on one line may not hold (control characters, line separators,
+bidirectional overrides: what names are refused for, see
+:func:`kibitz.shared.protocol.check_name`, kept out here too for records written before
+the rule) becomes a space. A name can then neither end its tag nor start another one.
+python-chess (1.11) and pydraughts give a tag's token as written, escapes included.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import chess.pgn
 
 from kibitz.shared.games.chess import GAME as CHESS
 from kibitz.shared.games.draughts import GAME as DRAUGHTS
-from kibitz.shared.protocol import ProtocolError
+from kibitz.shared.protocol import ProtocolError, refused_character
 
 #: The formats each game can be exported in, besides JSON (which every game has).
 NOTATIONS: dict[str, str] = {"chess": "pgn", "draughts": "pdn"}
@@ -28,6 +36,9 @@ CONTENT_TYPES = {
 PGN_RESULTS = {0: "1-0", 1: "0-1", None: "1/2-1/2"}
 #: PDN scores a game out of 2: a win is 2-0, a draw 1-1.
 PDN_RESULTS = {0: "2-0", 1: "0-2", None: "1-1"}
+#: The longest tag value written, in characters: the PGN standard's limit on a string
+#: token (a longer value, only in records older than the name rule, is cut).
+MAX_TAG_VALUE = 255
 
 
 class ExportError(ProtocolError):
@@ -68,14 +79,25 @@ def move_list(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def tag_value(text: str) -> str:
+    """``text`` as the inside of a PGN or PDN tag's string token: characters refused in
+    plain text become spaces, the value is cut to MAX_TAG_VALUE characters, and each
+    backslash and quote gets a backslash before it."""
+    text = "".join(" " if refused_character(char) else char for char in text[:MAX_TAG_VALUE])
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def tags(values: dict[str, str]) -> dict[str, str]:
+    """Tag values ready to be written as they are (see :func:`tag_value`)."""
+    return {name: tag_value(value) for name, value in values.items()}
+
+
 def _player_name(record: dict[str, Any], seat: int) -> str:
-    """The seat's name for a header: one line (names are typed by people)."""
+    """The seat's name for a header."""
     info = record["players"][seat]
     if info["kind"] == "ai":
-        name = info["name"] or f"AI level {info['level']}"
-    else:
-        name = info["name"] or "Anonymous"
-    return " ".join(name.split())
+        return str(info["name"] or f"AI level {info['level']}")
+    return str(info["name"] or "Anonymous")
 
 
 def _date(record: dict[str, Any]) -> str:
@@ -113,12 +135,13 @@ def pgn(record: dict[str, Any]) -> str:
     # repetition count); the PGN starts before them, as those moves were played.
     root = state.root or state
     game = chess.pgn.Game()
-    for name, value in _headers(record, _result_tag(record, PGN_RESULTS)).items():
+    # python-chess writes a tag value as it is given: escaped here.
+    for name, value in tags(_headers(record, _result_tag(record, PGN_RESULTS))).items():
         game.headers[name] = value
     if root.board.fen() != chess.STARTING_FEN:
         game.setup(root.board)
     if record["result"] is not None:
-        game.headers["Termination"] = record["result"]["reason"]
+        game.headers["Termination"] = tag_value(record["result"]["reason"])
     node: chess.pgn.GameNode = game
     for move in state.line:
         node = node.add_variation(move)
@@ -138,14 +161,14 @@ def pdn(record: dict[str, Any]) -> str:
     """The draughts game as PDN (GameType 20, international draughts), with a ``FEN``
     tag when it did not start from the usual position."""
     result = _result_tag(record, PDN_RESULTS)
-    tags = _headers(record, result)
-    tags["GameType"] = "20"
+    pdn_tags = _headers(record, result)
+    pdn_tags["GameType"] = "20"
     # Our position text may add history fields (":H", ":E") after the three PDN ones.
     fen = ":".join(record["start"].split(":")[:3])
     black_starts = fen.startswith("B")
     if fen != _initial_draughts_fen():
-        tags["FEN"] = fen
-    lines = [f'[{name} "{_pdn_escape(value)}"]' for name, value in tags.items()]
+        pdn_tags["FEN"] = fen
+    lines = [f'[{name} "{value}"]' for name, value in tags(pdn_tags).items()]
     words: list[str] = []  # a move number and its move are one word, never split by a wrap
     for index, played in enumerate(record["moves"]):
         ply = index + (1 if black_starts else 0)  # White's moves are the even plies
@@ -165,10 +188,6 @@ def pdn(record: dict[str, Any]) -> str:
 def _initial_draughts_fen() -> str:
     start = DRAUGHTS.format_position(DRAUGHTS.initial(DRAUGHTS.normalize_options({})))
     return ":".join(start.split(":")[:3])
-
-
-def _pdn_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _clock_text(ms: int) -> str:

@@ -16,14 +16,16 @@ lists played games, newest first, a page at a time.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
 from aiohttp import web
 
-from kibitz.server import analysis, export
+from kibitz.server import analysis, export, query
 from kibitz.server import app as server_app
 from kibitz.server.archive import ArchiveError
+from kibitz.server.chat import record_chat
 from kibitz.server.limits import client_address
 from kibitz.server.records import record_of
 from kibitz.server.room import RoomError
@@ -34,7 +36,6 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 LIST_PARAMETERS = ("player", "game", "limit", "before")
 PLAYER_ID = re.compile(r"[0-9a-f]{32}")
-MAX_CURSOR = 200
 
 
 def register(app: web.Application) -> None:
@@ -61,8 +62,11 @@ async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | No
     except RoomError:
         room = None
     if room is not None:
-        events = await service.store.events_since(room.id, -1)
-        return record_of(room, events)
+        events, chat = await asyncio.gather(
+            service.store.events_since(room.id, -1),
+            record_chat(request.app[server_app.REDIS_KEY], room.id),
+        )
+        return record_of(room, events, chat)
     return await request.app[server_app.ARCHIVE_KEY].get(game_id)
 
 
@@ -83,10 +87,14 @@ async def get_game(request: web.Request) -> web.Response:
 
 async def export_game(request: web.Request) -> web.Response:
     """The game as a file: ``?format=pgn`` (chess), ``pdn`` (draughts) or ``json``."""
+    try:
+        fmt = query.text(request.query, "format")
+    except query.QueryError as exc:
+        return query.refusal(exc)
     record = await _record_or_404(request)
     if isinstance(record, web.Response):
         return record
-    fmt = request.query.get("format", "json")
+    fmt = "json" if fmt is None else fmt
     try:
         text, content_type = export.export(record, fmt)
     except export.ExportError as exc:
@@ -195,24 +203,25 @@ async def get_analysis(request: web.Request) -> web.Response:
 
 async def list_games(request: web.Request) -> web.Response:
     """Played games, newest first: ``{"games": [record, ...], "next": cursor | null}``."""
-    query = request.query
-    if not any(name in query for name in LIST_PARAMETERS):
+    if not any(name in request.query for name in LIST_PARAMETERS):
         return await server_app.api_games(request)
-    player = query.get("player") or None
-    if player is not None and not PLAYER_ID.fullmatch(player):
-        return _error(400, "query/invalid", "player must be a player id (32 hex digits)")
-    game = query.get("game") or None
-    if game is not None and game not in {g.name for g in available_games()}:
-        return _error(400, "query/invalid", f"no game {game!r}; see GET /api/games")
-    limit_text = query.get("limit", str(DEFAULT_LIMIT))
-    if not limit_text.isdigit() or int(limit_text) < 1:
-        return _error(400, "query/invalid", f"limit must be a whole number 1-{MAX_LIMIT}")
-    limit = min(int(limit_text), MAX_LIMIT)
-    before = query.get("before") or None
-    if before is not None and len(before) > MAX_CURSOR:
-        return _error(400, "query/invalid", "before must be a cursor from an earlier page")
+    try:
+        player, game, limit, before = _list_parameters(request.query)
+    except query.QueryError as exc:
+        return query.refusal(exc)
     try:
         games, cursor = await request.app[server_app.ARCHIVE_KEY].list(player, game, limit, before)
     except ArchiveError:
         return _error(400, "query/invalid", "before must be a cursor from an earlier page")
     return web.json_response({"games": games, "next": cursor})
+
+
+def _list_parameters(given: query.Query) -> tuple[str | None, str | None, int, str | None]:
+    """``player``, ``game``, ``limit`` and ``before`` (as the archive's cursor text) of
+    the list, each checked by the query parser (QueryError)."""
+    player = query.matching(given, "player", PLAYER_ID, "a player id (32 hex digits)")
+    names = [g.name for g in available_games()]
+    game = query.choice(given, "game", names, "a game name (see GET /api/games)")
+    limit = query.whole_number(given, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    before = query.cursor(given, "before")
+    return player, game, limit, None if before is None else before.encode()

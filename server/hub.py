@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import re
 import struct
@@ -42,8 +43,12 @@ log = logging.getLogger(__name__)
 
 #: A client is too slow, and dropped, when this many bytes wait to be sent to it...
 MAX_QUEUED_BYTES = 4 * 1024 * 1024
-#: ...or when a frame has waited this long to be written to its socket.
-MAX_BEHIND_S = 10.0
+#: ...or when a frame has waited this long to be written to its socket
+#: (``KIBITZ_SLOW_CLIENT_S`` sets it, for tests).
+MAX_BEHIND_S = float(os.environ.get("KIBITZ_SLOW_CLIENT_S") or 10.0)
+#: A client dropped for not reading gets its 1013 close frame after the whole frames
+#: queued before it; it has this long to read them before its connection is cut.
+SLOW_CLOSE_GRACE_S = 10.0
 #: A connection's next request is read only once no more than this waits to be sent, so
 #: the replies to a burst of requests go out at the pace the client reads them.
 SOFT_QUEUED_BYTES = 256 * 1024
@@ -351,9 +356,11 @@ class Connection:
 
     async def _close_socket(self, code: int, message: bytes) -> None:
         # A client that reads nothing can stall the closing handshake: give it two
-        # seconds, then drop the TCP connection.
+        # seconds (one dropped for not reading: SLOW_CLOSE_GRACE_S more to read what was
+        # queued before the close frame), then drop the TCP connection.
+        timeout = 2.0 + (SLOW_CLOSE_GRACE_S if code == CLOSE_SLOW else 0.0)
         try:
-            await asyncio.wait_for(self.ws.close(code=code, message=message), timeout=2.0)
+            await asyncio.wait_for(self.ws.close(code=code, message=message), timeout=timeout)
         except (TimeoutError, ConnectionError, RuntimeError):
             if self.transport is not None:
                 self.transport.abort()
@@ -909,17 +916,13 @@ class Hub:
             message = fastjson.loads(data)
             if message.get("type") == "thinking":
                 # An AI's progress: only for followers at the version it is about. Its
-                # principal variation is a hint, so players get it without (``pv`` []);
-                # spectators get all of it. Encoded once per codec and kind of viewer.
-                encoded: dict[tuple[Codec, bool], bytes] = {}
-                hidden = {**message, "pv": []}
-                for conn in _players_first(room_id, followers):
-                    if conn.last_version.get(room_id) == message["version"]:
-                        player = conn.rooms.get(room_id) is not None
-                        key = (conn.codec, player)
-                        if key not in encoded:
-                            encoded[key] = encode_bytes(hidden if player else message, conn.codec)
-                        conn.send_frame(encoded[key])
+                # principal variation is a hint to the person playing it, who can watch
+                # their own game from a second, token-less connection: so no connection
+                # gets it (``pv`` []), players and spectators alike. Every room with an
+                # AI seat has a person in the other seat (room.create, rematches keep the
+                # seats' kinds). The line of each AI move is shown once the game is over
+                # (the event's ``pv``, see room.hide_lines). Encoded once per codec.
+                _send_at_version(room_id, followers, {**message, "pv": []})
                 return
             if message.get("type") == "chat":
                 # A chat line: only for the followers of its channel (players or
@@ -952,6 +955,17 @@ def _up_to_date(room_id: str, followers: set[Connection], data: str) -> bool:
         return False
     version = int(head[1])
     return all(conn.last_version.get(room_id, -1) >= version for conn in followers)
+
+
+def _send_at_version(room_id: str, followers: set[Connection], message: dict[str, Any]) -> None:
+    """``message`` (about one version of the room) to the followers at that version,
+    players first, encoded once per codec."""
+    encoded: dict[Codec, bytes] = {}
+    for conn in _players_first(room_id, followers):
+        if conn.last_version.get(room_id) == message["version"]:
+            if conn.codec not in encoded:
+                encoded[conn.codec] = encode_bytes(message, conn.codec)
+            conn.send_frame(encoded[conn.codec])
 
 
 def _players_first(room_id: str, followers: set[Connection]) -> list[Connection]:

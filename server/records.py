@@ -9,8 +9,13 @@ API serves. Pure: a room record and its event stream in, a plain dict out.
             "pv": [...]}, ...],                       # pv: see below
  "result": {"winner": 0 | 1 | None, "reason": str} | None,
  "status": "waiting" | "playing" | "over",
- "started_ms", "ended_ms" (None until over), "chat": []}
+ "started_ms", "ended_ms" (None until over),
+ "chat": [{"channel": "players" | "spectators", "id", "seat", "name", "text", "at"}, ...]}
 ```
+
+``chat``: both channels' kept lines (the last 100 of each), in the order they were said,
+as :func:`kibitz.server.chat.record_chat` reads them; the spectators' channel is public to
+the game's audience, so the record has it too.
 
 ``players[].engine``: on an AI seat, what played its last move (``"kibitz"``, our
 searcher, or a UCI engine's name), as the room's ``seats[].engine``; None on human seats,
@@ -32,9 +37,12 @@ from kibitz.server.clocks import control_of
 from kibitz.server.room import Room
 
 
-def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
+def record_of(
+    room: Room, events: list[dict[str, Any]], chat: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The game record of ``room``; ``events`` as ``RoomStore.events_since(id, -1)``
-    returns them (oldest first, each with ``kind`` and ``at``)."""
+    returns them (oldest first, each with ``kind`` and ``at``), ``chat`` as
+    ``chat.record_chat`` does (None: no lines)."""
     move_events = moves_standing(events)
     move_times = [int(e["at"]) for e in move_events]
     # Each seat's time left after the move, in timed games (the move event carries it).
@@ -88,7 +96,7 @@ def record_of(room: Room, events: list[dict[str, Any]]) -> dict[str, Any]:
         # (a game against the AI, or a room over before anybody joined).
         "started_ms": joins[-1] if joins else room.created_ms,
         "ended_ms": ended_ms,
-        "chat": [],
+        "chat": [dict(line) for line in chat or []],
     }
 
 

@@ -411,14 +411,31 @@ def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
     return new, Event("resign", seat)
 
 
-def abandon(room: Room, now_ms: int) -> tuple[Room, Event]:
-    """End a game nobody has played on for too long: no winner, reason "abandoned"."""
+def abandon(room: Room, now_ms: int, state: Any = None) -> tuple[Room, Event]:
+    """End a game nobody plays on any more (idle too long, or its players gone): no
+    winner, reason "abandoned"; or, if nobody has moved yet, aborted as a first move not
+    made in time is (event ``abort`` by the side to move): a game that never started is
+    not archived (see :func:`is_aborted`)."""
     if room.status != "playing":
         raise RoomError("room/not_playing", f"room {room.id} is {room.status}, not playing")
     new = _next(room, now_ms)
     new.status = "over"
-    new.result = {"winner": None, "reason": "abandoned"}
-    return new, Event("over")
+    _clear_game_offers(new)
+    if room.moves:
+        new.result = {"winner": None, "reason": "abandoned"}
+        return new, Event("over")
+    game = find_game(room.game)
+    late = game.to_move(replay(room) if state is None else state)
+    new.result = clocks.first_move_abort_result(game.players, late)
+    return new, Event("abort", late)
+
+
+def is_aborted(room: Room) -> bool:
+    """Whether ``room``'s game was called off before it really started: an ``abort``, a
+    first move not made in time, or a game nobody moved in lapsing. Such a game is not
+    written to the archive (its room leaves Redis after the finished-room lifetime)."""
+    reason = room.result.get("reason") if room.result else None
+    return room.status == "over" and isinstance(reason, str) and reason.startswith("aborted")
 
 
 # -- player actions: offers, abort, claim, rematch ---------------------------------------------

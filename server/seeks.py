@@ -6,6 +6,10 @@ person accepts it, and the accepting node makes the room with both players seate
 one commit. Accepting is one Lua step that removes the seek, so of two people accepting
 at once (on any nodes) exactly one gets the game and the other ``seek/unknown``.
 
+Seeks make rooms, so they cost the per-address room budget (``rate/limited`` past it;
+see limits.py): posting a seek costs its poster's address one room, accepting one costs the
+acceptor's address one. A refused accept changes nothing: the seek stays open.
+
 The creator may be connected to another node than the acceptor: the accepting node
 publishes the creator's seat (token included, on Redis pub/sub between our nodes only)
 on ``seeks:events``; the creator's node hands it to the creator's connection and makes
@@ -39,7 +43,7 @@ from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 
-from kibitz.server import clocks
+from kibitz.server import clocks, query
 from kibitz.server import room as rooms
 from kibitz.server.background import raise_if_stopping
 from kibitz.server.hub import Connection
@@ -259,6 +263,8 @@ class Seeks:
             options = dict(game.normalize_options(message.options))
         except GameError as exc:
             raise RoomError(exc.code, str(exc)) from None
+        # A seek offers a room: its poster pays for it now (rate/limited: nothing posted).
+        counted = await self.service.count_room(session.address)
         seek_id = "".join(secrets.choice(SEEK_ID_ALPHABET) for _ in range(10))
         record = {
             "id": seek_id,
@@ -286,7 +292,8 @@ class Seeks:
                 ],
             )
         )
-        if count < 0:
+        if count < 0:  # not posted: its room is given back
+            await self.service.uncount_room(counted)
             raise ProtocolError("seek/limit", f"at most {PER_ADDRESS} open seeks per address")
         mine.add(seek_id)
         self.local[seek_id] = session
@@ -306,6 +313,19 @@ class Seeks:
         session.conn.send(reply)
 
     async def accept(self, session: SeekSession, message: AcceptSeek) -> None:
+        # The acceptor pays for the room first: refused (rate/limited), the seek stays.
+        counted = await self.service.count_room(session.address)
+        try:
+            room, creator_seat, acceptor_token = await self._take(session, message)
+        except ProtocolError:  # refused: no room was made (a Redis error may have made it)
+            await self.service.uncount_room(counted)
+            raise
+        session.conn.send(seat_message(room.id, 1 - creator_seat, acceptor_token, message.rid))
+        await session.follow_room(room.id, 1 - creator_seat)
+
+    async def _take(self, session: SeekSession, message: AcceptSeek) -> tuple[Room, int, str]:
+        """Take the seek off the lobby, make its room and tell its creator's node; (the
+        room, the creator's seat, the acceptor's token)."""
         player = player_id(message.player_key) if message.player_key else None
         status, data = await self._accept(
             keys=[SEEKS], args=[message.seek, session.id, player or "", NODES, SEEKS_CHANNEL]
@@ -342,8 +362,7 @@ class Seeks:
             "token": creator_token,
         }
         await self.redis.publish(SEEKS_CHANNEL, json.dumps(event, separators=(",", ":")))
-        session.conn.send(seat_message(room.id, 1 - creator_seat, acceptor_token, message.rid))
-        await session.follow_room(room.id, 1 - creator_seat)
+        return room, creator_seat, acceptor_token
 
     # -- connections ---------------------------------------------------------------------
     async def closed(self, session: SeekSession) -> None:
@@ -450,14 +469,12 @@ def encode_cursor(updated_ms: int, room_id: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
-    """The (updated ms, room id) a cursor names; ValueError if it is not one of ours."""
-    if len(cursor) > 200:
-        raise ValueError("cursor too long")
-    text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    score, _, room_id = text.partition(":")
-    if not rooms.valid_room_id(room_id):
-        raise ValueError("bad room id in cursor")
-    return int(score), room_id
+    """The (updated ms, room id) a cursor names; ValueError if it is not one of ours (the
+    rule is :func:`kibitz.server.query.decode_cursor`'s)."""
+    decoded = query.decode_cursor(cursor)
+    if decoded is None:
+        raise ValueError("not a cursor of ours")
+    return decoded.ms, decoded.id
 
 
 async def live_rooms_page(

@@ -3,11 +3,15 @@
 Every command reads the room, lets :mod:`kibitz.server.room` decide, and commits through
 the store's versioned script. If another node committed in between, the command is
 decided again on the fresh room (a move pinned to a version is refused instead).
+
+Every room a client causes costs its address one of the per-minute room budget
+(:meth:`RoomService.count_room`, through :class:`~kibitz.server.limits.AddressLimiter`):
+the ``create`` handler (app.py), seeks posted and accepted (seeks.py) and agreed rematches
+(here, charged to the room's owner) all count there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -20,7 +24,7 @@ import redis.asyncio as aioredis
 
 from kibitz.server import clocks
 from kibitz.server import room as rooms
-from kibitz.server.limits import Limits
+from kibitz.server.limits import AddressLimiter, LimitExceeded, Limits
 from kibitz.server.room import Event, Presence, Room, RoomError
 from kibitz.server.store import RoomStore, StaleVersion
 from kibitz.shared.games import find_game
@@ -66,11 +70,14 @@ class RoomService:
         store: RoomStore,
         ai_games_per_owner: int | None = None,
         first_move_ms: int = clocks.FIRST_MOVE_MS,
+        limiter: AddressLimiter | None = None,
     ) -> None:
         """``ai_games_per_owner``: unfinished AI games one address may have (default:
         :class:`~kibitz.server.limits.Limits`' ``ai_games_per_address``);
-        ``first_move_ms``: how long each side of a timed game has for its first move."""
+        ``first_move_ms``: how long each side of a timed game has for its first move;
+        ``limiter``: the per-address room budget (None: rooms are not counted)."""
         self.store = store
+        self.limiter = limiter
         self.ai_games_per_owner = (
             Limits().ai_games_per_address if ai_games_per_owner is None else ai_games_per_owner
         )
@@ -231,6 +238,23 @@ class RoomService:
         snap["event"] = {"kind": "presence"}
         return snap
 
+    # -- the room budget ---------------------------------------------------------------
+    async def count_room(self, address: str | None) -> str | None:
+        """Count a room that ``address`` causes against its per-minute budget: RoomError
+        ``rate/limited`` past it (counted nothing). The answer is for :meth:`uncount_room`
+        if the room is not made after all (None: nothing was counted)."""
+        if self.limiter is None or not address:
+            return None
+        try:
+            return await self.limiter.count_create(address)
+        except LimitExceeded as exc:
+            raise RoomError(exc.code, exc.message) from None
+
+    async def uncount_room(self, counted: str | None) -> None:
+        """Give back a room :meth:`count_room` counted that was not made."""
+        if self.limiter is not None and counted is not None:
+            await self.limiter.refund_create(counted)
+
     # -- commands ----------------------------------------------------------------------
     async def create(self, msg: Create, token: str, owner: str | None = None) -> tuple[Room, int]:
         """A new room; ``owner`` (the creator's address) is what the AI queue is fair
@@ -346,17 +370,30 @@ class RoomService:
             state = self.state_of(room)
             new, event, _ = rooms.answer_offer(room, seat, "rematch", msg.action, now_ms(), state)
             if new.next_room is not None:
-                fresh, created = rooms.rematch_room(new, now_ms())
-                fresh_state = find_game(fresh.game).parse_position(fresh.start)
-                # If it exists, another node made it for the same agreement: fine.
-                with contextlib.suppress(StaleVersion):
-                    await self._commit(fresh, -1, created, fresh_state)
+                await self._create_rematch(new)
             try:
                 await self._commit(new, room.version, event, state)
             except StaleVersion:
                 continue
             return new
         raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
+
+    async def _create_rematch(self, agreed: Room) -> None:
+        """Commit the new room of ``agreed``'s rematch, counted against the owner's room
+        budget (``rate/limited``: nothing is changed, the offer stays)."""
+        fresh, created = rooms.rematch_room(agreed, now_ms())
+        if await self.store.version(fresh.id) is not None:
+            return  # another node (or an earlier try) made it for the same agreement
+        fresh_state = find_game(fresh.game).parse_position(fresh.start)
+        counted = await self.count_room(agreed.owner)
+        try:
+            await self._commit(fresh, -1, created, fresh_state)
+        except StaleVersion:
+            # It exists: another node (or an earlier try) made it for the same agreement.
+            await self.uncount_room(counted)
+        except RoomError:  # refused, so unwritten (a Redis error may have written it)
+            await self.uncount_room(counted)
+            raise
 
     async def abort(self, msg: Abort) -> Room:
         return await self._by_seat(msg.room, msg.token, rooms.abort)
@@ -390,23 +427,44 @@ class RoomService:
             return new
         raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
 
-    async def abandon_if_idle(self, room_id: str, idle_ms: int) -> bool:
-        """End a playing game untouched for ``idle_ms`` as abandoned (versioned, like any
-        command); False if it is not (any more) such a game."""
+    async def abandon_if_idle(self, room_id: str, idle_ms: int, version: int | None = None) -> bool:
+        """End an untimed playing game untouched for ``idle_ms`` (versioned, like any
+        command): abandoned, or aborted if nobody has moved (see :func:`rooms.abandon`).
+        ``version``: only if the room is still at that version (what it was judged on,
+        such as its players' presence, was read there). False if it is not (any more)
+        such a game."""
 
         def decide(room: Room) -> Decision:
             if room.status != "playing" or now_ms() - room.updated_ms < idle_ms:
                 raise RoomError("room/active", f"room {room.id} is not an idle game")
             if room.clock is not None:  # its clock ends it (correspondence: days per move)
                 raise RoomError("room/active", f"room {room.id} is timed")
-            new, event = rooms.abandon(room, now_ms())
-            return new, event, self.state_of(room)
+            if version is not None and room.version != version:
+                raise RoomError("room/active", f"room {room.id} moved on")
+            state = self.state_of(room)
+            new, event = rooms.abandon(room, now_ms(), state)
+            return new, event, state
 
         try:
             await self._update(room_id, decide)
         except RoomError:
             return False
         return True
+
+    async def players_gone_since(self, room: Room) -> int | None:
+        """Since when (server clock, ms) every human player of ``room`` has had no
+        connection anywhere (the latest of their ``gone`` times in the presence hash);
+        None while any of them is connected, or if no seat is a human's. An AI seat is
+        never gone."""
+        presence = await self.presence(room)
+        times = [
+            gone
+            for seat, gone in zip(room.seats, presence.gone_ms, strict=True)
+            if seat.kind == "human"
+        ]
+        if not times or any(gone is None for gone in times):
+            return None
+        return max(gone for gone in times if gone is not None)
 
     async def apply_result(self, result: JobResult) -> ResultOutcome:
         """Play a worker's move if the room still waits for it.

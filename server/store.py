@@ -39,7 +39,10 @@ raced past by two nodes.
 Every room key has a bounded lifetime: a waiting room's keys expire after
 ``waiting_ttl_ms`` unless somebody joins (the commit that starts the game removes the
 TTL); the commit that ends a game queues the room on ``archive`` in the same atomic step,
-and the archiver gives the keys a TTL once the game is in the database.
+and the archiver gives the keys a TTL once the game is in the database. An aborted game
+(:func:`kibitz.server.room.is_aborted`) is not archived: the commit that ends it gives its
+keys ``finished_ttl_ms`` at once. A playing game nobody plays on is ended by the
+archiver's sweep (archiver.py), so it reaches one of these ends too.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ import redis.asyncio as aioredis
 
 from kibitz.server import fairness
 from kibitz.server.fairness import LUA_FUNCTIONS, AsyncFairQueue
-from kibitz.server.room import Presence, Room, RoomError
+from kibitz.server.room import Presence, Room, RoomError, is_aborted
 from kibitz.shared import fastjson
 from kibitz.shared.protocol import Job
 
@@ -190,7 +193,8 @@ end
 #       [21] room key prefix, [22] dispatch scan, [23] room status, [24] waiting TTL ms,
 #       [25] finished TTL ms (how long the room stays once archived), [26] the room's
 #       clock deadline ms, or "" for none (KEYS[13]: the deadlines sorted set), [27] node
-#       key prefix, [28] seat flags, [29]-[31] the snapshot's parts (see presence_splice)
+#       key prefix, [28] seat flags, [29]-[31] the snapshot's parts (see presence_splice),
+#       [32] "1" if a finished room goes to the archive, "0" if not (an aborted game)
 # Returns {1, version, connected 0, connected 1, spectators, gone 0, gone 1} committed
 # (who is there, as published: the snapshot on the channel is spliced together here, so
 # presence costs no round trip of its own); {0, current version} stale; {-1, AI games}
@@ -235,12 +239,19 @@ elseif ARGV[23] == 'playing' then
                         KEYS[1] .. ':chat:spectators'}) do
     redis.call('PERSIST', key)
   end
-else
+elseif ARGV[32] == '1' then
   -- The game ended: the archiver takes it from here. Only the first commit of a finished
   -- room queues it (later ones, rematch offers, find it queued).
   if redis.call('HEXISTS', KEYS[1], 'archive') == 0 then
     redis.call('HSET', KEYS[1], 'archive', 'queued')
     redis.call('XADD', KEYS[11], '*', 'room', ARGV[7], 'ttl_ms', ARGV[25])
+  end
+else
+  -- An aborted game is not archived: its keys get the finished room's lifetime now (no
+  -- "archive" field, so nothing queues it later).
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[12], KEYS[1] .. ':chat:players',
+                        KEYS[1] .. ':chat:spectators'}) do
+    redis.call('PEXPIRE', key, ARGV[25])
   end
 end
 -- After the lifetimes above: a presence hash this creates takes the room's.
@@ -604,6 +615,7 @@ class RoomStore:
                 head,
                 seat0,
                 seat1,
+                "0" if is_aborted(room) else "1",
             ],
         )
         status, value = int(reply[0]), int(reply[1])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
 MAX_POSITION = 4096  # longest position text (with its repetition history) accepted
+MAX_NAME = 40  # longest display name (players, seeks, spectators in chat)
 
 #: A player key: the secret a client keeps to be the same player across rooms.
 PLAYER_KEY = re.compile(r"[A-Za-z0-9_-]{16,128}")
@@ -136,6 +138,48 @@ def _text(
     return value
 
 
+#: Characters refused in names and chat lines besides the control characters (Unicode
+#: category Cc): line and paragraph separators, and the bidirectional embeddings,
+#: overrides and isolates that can make the text around them read as something else.
+REFUSED_CHARACTERS = frozenset(
+    "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def refused_character(text: str) -> str | None:
+    """The first character of ``text`` that plain text on one line may not hold (a
+    control character or one of REFUSED_CHARACTERS), or None. The rule of chat lines and
+    of display names."""
+    for char in text:
+        if char in REFUSED_CHARACTERS or unicodedata.category(char) == "Cc":
+            return char
+    return None
+
+
+def check_name(value: object, name: str = "name") -> str | None:
+    """A display name (of a player or a spectator) as the server keeps it: None when
+    absent; else its outer whitespace trimmed, 1 to MAX_NAME characters, plain text on
+    one line (see :func:`refused_character`). Anything else: ``message/invalid``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError("message/invalid", f"field {name!r} must be a string")
+    char = refused_character(value)  # before trimming: "ann\n" is refused, not cut
+    if char is not None:
+        raise ProtocolError(
+            "message/invalid",
+            f"field {name!r} must be plain text on one line: character U+{ord(char):04X} "
+            "is not allowed",
+        )
+    text = value.strip()
+    if not text or len(text) > MAX_NAME:
+        raise ProtocolError(
+            "message/invalid",
+            f"field {name!r} must hold 1 to {MAX_NAME} characters besides outer spaces",
+        )
+    return text
+
+
 def _int(data: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     value = data.get(name)
     if value is None:
@@ -143,6 +187,23 @@ def _int(data: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ProtocolError("message/invalid", f"field {name!r} must be an integer {lo}-{hi}")
     return value
+
+
+MAX_OPTIONS = 16  # most keys in a create's or seek's ``options``
+
+
+def _options(data: dict[str, Any]) -> dict[str, Any]:
+    """``options`` of a ``create`` or ``seek``: an object of at most MAX_OPTIONS keys
+    (their names and values are the game's to check: ``options/invalid``)."""
+    options = data.get("options") or {}
+    if not isinstance(options, dict):
+        raise ProtocolError("message/invalid", "field 'options' must be an object")
+    if len(options) > MAX_OPTIONS:
+        raise ProtocolError(
+            "message/invalid",
+            f"field 'options' has {len(options)} keys; at most {MAX_OPTIONS} are accepted",
+        )
+    return options
 
 
 def _rid(data: dict[str, Any]) -> str | int | None:
@@ -322,7 +383,6 @@ class Claim:
 MAX_CHAT = 300  # longest chat line, in characters
 MAX_PV = 16  # moves of an AI's line kept with its move
 MAX_MOVE_TEXT = 64  # longest move text in an AI's line
-MAX_NAME = 40  # longest display name in a chat line
 
 
 ClientMessage = (
@@ -411,9 +471,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
     kind = data.get("type")
     rid = _rid(data)
     if kind == "create":
-        options = data.get("options") or {}
-        if not isinstance(options, dict) or len(options) > 16:
-            raise ProtocolError("message/invalid", "field 'options' must be an object")
+        options = _options(data)
         seat = data.get("seat")
         if seat == "random":
             seat = None
@@ -423,7 +481,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             options=options,
             opponent=parse_opponent(data.get("opponent")),
             seat=seat,
-            name=_text(data, "name", required=False),
+            name=check_name(data.get("name")),
             position=_text(data, "position", required=False, max_length=MAX_POSITION),
             player_key=_player_key(data),
             rid=rid,
@@ -433,7 +491,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
         return Join(
             room=str(_text(data, "room")),
             seat=_int(data, "seat", 0, 1),
-            name=_text(data, "name", required=False),
+            name=check_name(data.get("name")),
             player_key=_player_key(data),
             rid=rid,
         )
@@ -480,20 +538,18 @@ def _parse_lobby_message(kind: str, data: dict[str, Any], rid: str | int | None)
             room=str(_text(data, "room")),
             text=text,  # checked by the chat module (chat/invalid)
             token=_text(data, "token", required=False),
-            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            name=check_name(data.get("name")),
             rid=rid,
         )
     if kind == "seek":
-        options = data.get("options") or {}
-        if not isinstance(options, dict) or len(options) > 16:
-            raise ProtocolError("message/invalid", "field 'options' must be an object")
+        options = _options(data)
         seat = data.get("seat")
         return Seek(
             game=str(_text(data, "game")),
             options=options,
             clock=parse_clock(data.get("clock")),
             seat=None if seat in (None, "random") else _int(data, "seat", 0, 1),
-            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            name=check_name(data.get("name")),
             player_key=_player_key(data),
             rid=rid,
         )
@@ -502,7 +558,7 @@ def _parse_lobby_message(kind: str, data: dict[str, Any], rid: str | int | None)
     if kind == "accept":
         return AcceptSeek(
             seek=str(_text(data, "seek")),
-            name=_text(data, "name", required=False, max_length=MAX_NAME),
+            name=check_name(data.get("name")),
             player_key=_player_key(data),
             rid=rid,
         )

@@ -24,6 +24,11 @@ live stream has nothing for it, searches it for a short fixed budget, and writes
 evaluation straight into the analysis's Redis hash. Live moves therefore always go first:
 while an analysis search runs, :class:`LiveJobWatch` cuts it short as soon as a live job
 waits in the stream.
+
+A worker rides out a Redis outage: it retries with waits that double up to
+``RETRY_MAX_S`` and logs a few lines per outage (:class:`Outage`). A worker started by a
+node, or by a ``kibitz worker --concurrency`` pool, stops when its parent dies
+(workers/lifeline.py).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import signal
 import socket
 import threading
@@ -60,6 +66,7 @@ from kibitz.shared.search import choose_move, report_score
 from kibitz.shared.search.choose import format_line
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.limits import CancelToken
+from kibitz.workers import lifeline
 from kibitz.workers.engines import EnginePool, budget_left
 
 log = logging.getLogger(__name__)
@@ -77,6 +84,8 @@ MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
 CLOCK_MARGIN_MS = 40  # kept from a timed job's think time for the trip back to the room
 MIN_SEARCH_MS = 20  # a timed job with less than this left searches one ply
 ANALYSIS_WATCH_S = 0.02  # how often an analysis search looks for a waiting live job
+RETRY_FIRST_S = 0.5  # Redis unreachable: the first wait before trying again ...
+RETRY_MAX_S = 30.0  # ... doubled after each failure, up to this
 
 
 def room_key(room_id: str) -> str:
@@ -116,6 +125,7 @@ class Worker:
         self.analysed = 0  # analysis jobs done (also counted in ``done``)
         self._write_eval = self.redis.register_script(analysis.WRITE_SCRIPT)
         self.engines = EnginePool(config.engines)  # UCI engines serving some games' jobs
+        self.outage = Outage()
 
     def run(self) -> int:
         """Work until stopped (SIGTERM/SIGINT) or ``max_jobs`` are done."""
@@ -128,27 +138,15 @@ class Worker:
             if self.config.max_jobs is not None and self.done >= self.config.max_jobs:
                 break
             try:
-                self._heartbeat()
-                self.fair.dispatch()  # after each job and each idle round: admission never stalls
-                # Live jobs first; an analysis job only when none is there.
-                entry = self._reclaim() or self._read(block_ms=None)
-                if entry is not None:
-                    self._process(*entry)
-                    continue
-                work = self._next_analysis()
-                if work is not None:
-                    self._analyse(*work)
-                    continue
-                entry = self._read()
-                if entry is not None:
-                    self._process(*entry)
+                self._round()
             except (redis.ConnectionError, redis.TimeoutError) as exc:
-                log.warning("redis unavailable (%s); retrying", exc)
-                time.sleep(0.5)
+                self._pause(self.outage.failed(exc))
+                continue
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
                 self._ensure_group()
+            self.outage.over()
         self.engines.close()
         try:
             self.fair.leave(self.name)
@@ -157,8 +155,31 @@ class Worker:
             log.warning("could not sign off: %s", exc)
         return 0
 
+    def _round(self) -> None:
+        """Heartbeat and dispatch, then one job if there is one (waiting up to BLOCK_MS)."""
+        self._heartbeat()
+        self.fair.dispatch()  # after each job and each idle round: admission never stalls
+        # Live jobs first; an analysis job only when none is there.
+        entry = self._reclaim() or self._read(block_ms=None)
+        if entry is not None:
+            self._process(*entry)
+            return
+        work = self._next_analysis()
+        if work is not None:
+            self._analyse(*work)
+            return
+        entry = self._read()
+        if entry is not None:
+            self._process(*entry)
+
     def _stop(self, *_: Any) -> None:
         self.stopping = True
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, but no longer than until a stop is asked for."""
+        deadline = time.monotonic() + seconds
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
 
     def _ensure_group(self) -> None:
         for stream in (JOBS, analysis.JOBS):
@@ -360,6 +381,41 @@ class Worker:
         self.redis.xadd(DEAD, dead, maxlen=10_000)
         self.redis.xack(JOBS, GROUP, entry_id)
         self.redis.xdel(JOBS, entry_id)
+
+
+class Outage:
+    """Retries while Redis cannot be reached: the waits double from ``RETRY_FIRST_S`` up
+    to ``RETRY_MAX_S`` (with jitter, so a fleet of workers does not come back in step),
+    and the log gets a line on the 1st, 2nd, 4th, 8th... failure of an outage and one
+    when it ends: a worker left on a dead Redis writes a few lines an hour, not 7,000."""
+
+    def __init__(self, first_s: float = RETRY_FIRST_S, max_s: float = RETRY_MAX_S) -> None:
+        self.first_s = first_s
+        self.max_s = max_s
+        self.failures = 0
+        self.since = 0.0
+
+    def failed(self, exc: Exception) -> float:
+        """Count a failure; the seconds to wait before the next try."""
+        if self.failures == 0:
+            self.since = time.monotonic()
+        self.failures += 1
+        wait = min(self.max_s, self.first_s * 2.0 ** min(self.failures - 1, 16))
+        if self.failures & (self.failures - 1) == 0:  # 1, 2, 4, 8, ...
+            log.warning(
+                "redis unavailable for %.0f s (%d failures: %s); next try in %.1f s",
+                time.monotonic() - self.since, self.failures, exc, wait,
+            )  # fmt: skip
+        return wait * random.uniform(0.8, 1.0)
+
+    def over(self) -> None:
+        """Redis answered: the next outage starts from the shortest wait."""
+        if self.failures:
+            log.info(
+                "redis reachable again after %.0f s (%d failures)",
+                time.monotonic() - self.since, self.failures,
+            )  # fmt: skip
+            self.failures = 0
 
 
 # KEYS: jobs stream, the job's room; ARGV: group, consumer, entry id. Resets the entry's
@@ -645,4 +701,5 @@ def run_worker(config: WorkerConfig) -> int:
         level=os.environ.get("KIBITZ_LOG", "INFO"),
         format="%(asctime)s worker %(process)d %(levelname)s %(message)s",
     )
+    lifeline.hold()  # a local worker of a node, or a pool's child: it dies with its parent
     return Worker(config).run()

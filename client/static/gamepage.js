@@ -165,14 +165,21 @@ function renderPlayers(record) {
   );
 }
 
+// Both channels, in the order the lines were said (the record's order): the players'
+// lines under their names, the spectators' marked "(watching)".
 function renderChat(record) {
-  const lines = record.chat || [];
+  const lines = Array.isArray(record.chat) ? record.chat : [];
   $("replay-chat-panel").hidden = lines.length === 0;
   // Chat is text from other people: text nodes only, never HTML.
   $("replay-chat").replaceChildren(
     ...lines.map((line) => {
-      const who = line.name || (Number.isInteger(line.seat) ? playerLabel(record.players[line.seat]) : "");
-      return el("li", {}, [who ? el("strong", {}, [`${who}: `]) : null, String(line.text ?? "")]);
+      const spectator = line.channel === "spectators";
+      const name = line.name || (Number.isInteger(line.seat) ? playerLabel(record.players[line.seat]) : "spectator");
+      const who = spectator ? `${name} (watching)` : name;
+      return el("li", { class: "chat-line", dataset: { channel: spectator ? "spectators" : "players" }, testid: "replay-chat-line" }, [
+        el("strong", { class: "chat-who" }, [`${who}: `]),
+        String(line.text ?? ""),
+      ]);
     }),
   );
 }

@@ -9,6 +9,7 @@ import gc
 import logging
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -19,13 +20,14 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kibitz.server.app import REDIS_POOL_SIZE, create_app
+from kibitz.server.app import LIMITS_KEY, LISTENING_ORIGINS_KEY, REDIS_POOL_SIZE, create_app
 from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
 from kibitz.server.archiver import Lifetimes
 from kibitz.server.clocks import FIRST_MOVE_MS
-from kibitz.server.edge import Edge
+from kibitz.server.edge import HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
 from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.limits import Limits
+from kibitz.server.limits import Limits, listening_origins, parse_origin
+from kibitz.server.local_workers import Lifeline, LocalWorkers, stop_stale_workers
 from kibitz.workers.engines import parse_engine_specs
 
 #: Connections waiting to be accepted, at most (aiohttp's own default).
@@ -106,6 +108,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=_env_float("KIBITZ_IDLE_GAME_LIMIT", defaults_ms.idle_game_limit_ms / 1000),
         help="an untimed game with no move is ended as abandoned (default: %(default)s)",
     )
+    lifetimes.add_argument(
+        "--unstarted-ttl",
+        type=float,
+        default=_env_float("KIBITZ_UNSTARTED_TTL", defaults_ms.unstarted_ttl_ms / 1000),
+        help="an untimed game nobody has moved in is aborted (not archived) after this "
+        "long without a change (default: %(default)s)",
+    )
+    lifetimes.add_argument(
+        "--abandon-after",
+        type=float,
+        default=_env_float("KIBITZ_ABANDON_AFTER", defaults_ms.abandon_after_ms / 1000),
+        help="an untimed game both of whose players have been gone this long is ended as "
+        "abandoned (default: %(default)s)",
+    )
+    lifetimes.add_argument(
+        "--abandon-ai-after",
+        type=float,
+        default=_env_float("KIBITZ_ABANDON_AI_AFTER", defaults_ms.abandon_ai_after_ms / 1000),
+        help="the same for an untimed game against the AI whose player has been gone "
+        "(default: %(default)s)",
+    )
     limits = parser.add_argument_group(
         "limits", "what one client address may use, counted across all nodes in Redis"
     )
@@ -142,6 +165,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=_env_list("KIBITZ_TRUSTED_PROXIES"),
         metavar="ADDRESS",
         help="a load balancer's address whose X-Forwarded-For is believed; repeatable",
+    )
+    limits.add_argument(
+        "--public-origin",
+        action="append",
+        default=_env_list("KIBITZ_PUBLIC_ORIGIN"),
+        metavar="URL",
+        help="the site's own origin as browsers see it (https://games.example); "
+        "repeatable; also $KIBITZ_PUBLIC_ORIGIN, comma-separated (default: none: only "
+        "pages of this node's own address and port on loopback may open WebSockets)",
+    )
+    limits.add_argument(
+        "--max-sockets-per-address",
+        type=int,
+        default=_env_int("KIBITZ_MAX_SOCKETS_PER_ADDRESS", -1),
+        metavar="N",
+        help="open TCP connections per client address on this node, closed as they are "
+        "accepted past it; a --trusted-proxy is exempt; 0: no cap (default: "
+        f"--max-connections-per-address + {SOCKETS_OVER_CONNECTIONS}; also "
+        "$KIBITZ_MAX_SOCKETS_PER_ADDRESS)",
+    )
+    limits.add_argument(
+        "--head-timeout",
+        type=float,
+        default=_env_float("KIBITZ_HEAD_TIMEOUT", HEAD_TIMEOUT_S),
+        metavar="SECONDS",
+        help="a request head (the first of a connection, or the next one after a "
+        "kept-alive request) must arrive within this long (default: %(default)s; also "
+        "$KIBITZ_HEAD_TIMEOUT)",
     )
     parser.add_argument(
         "--redis-pool",
@@ -182,23 +233,81 @@ def _env_list(name: str) -> list[str]:
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
+    try:
+        allowed = frozenset(parse_origin(origin) for origin in args.allow_origin)
+        public = frozenset(parse_origin(origin) for origin in args.public_origin)
+    except ValueError as exc:
+        raise SystemExit(f"kibitz serve: {exc}") from None
+    if "*" in public:
+        raise SystemExit("kibitz serve: --public-origin names one origin, not '*'")
+    if args.head_timeout <= 0:
+        raise SystemExit("kibitz serve: --head-timeout must be positive")
     return Limits(
         connections_per_address=args.max_connections_per_address,
         creates_per_minute=args.max_creates_per_minute,
         ai_games_per_address=args.max_ai_games_per_address,
-        allowed_origins=frozenset(args.allow_origin),
+        allowed_origins=allowed,
         trusted_proxies=frozenset(args.trusted_proxy),
+        public_origins=public,
     )
 
 
+def max_sockets(args: argparse.Namespace) -> int:
+    """--max-sockets-per-address, or its default from --max-connections-per-address."""
+    if args.max_sockets_per_address < 0:
+        return int(args.max_connections_per_address) + SOCKETS_OVER_CONNECTIONS
+    return int(args.max_sockets_per_address)
+
+
+#: File descriptors a node needs besides its client sockets (Redis, the database, logs,
+#: its listening socket, local workers' pipes): the fixed part of the budget.
+FD_RESERVE = 256
+
+
+def file_budget(sockets_per_address: int) -> int:
+    """The open files a node should be allowed: FD_RESERVE plus room for four addresses
+    at their socket cap (one address alone must not be able to exhaust the node)."""
+    return FD_RESERVE + 4 * sockets_per_address
+
+
+def raise_file_limit(wanted: int) -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE toward ``wanted`` (at most the hard limit); the
+    (soft, hard) limits in force after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    return soft, hard
+
+
+def check_file_limit(sockets_per_address: int) -> None:
+    """Raise the open-files limit as far as allowed, and warn when it stays below the
+    budget for the configured caps (docs/operations.md, File descriptors)."""
+    wanted = file_budget(sockets_per_address if sockets_per_address > 0 else 1024)
+    soft, hard = raise_file_limit(wanted)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        log.warning(
+            "open files limited to %d (hard limit %d); with --max-sockets-per-address %d "
+            "a node wants %d (256 + 4 x the cap): raise LimitNOFILE / ulimit -n, or a few "
+            "addresses can use up every descriptor",
+            soft, hard, sockets_per_address, wanted,
+        )  # fmt: skip
+
+
 def lifetimes_from_args(args: argparse.Namespace) -> Lifetimes:
-    for flag in ("finished_ttl", "waiting_ttl", "idle_game_limit"):
+    flags = ("finished_ttl", "waiting_ttl", "idle_game_limit", "unstarted_ttl")
+    for flag in (*flags, "abandon_after", "abandon_ai_after"):
         if getattr(args, flag) <= 0:
             raise SystemExit(f"--{flag.replace('_', '-')} must be positive")
     return Lifetimes(
         finished_ttl_ms=int(args.finished_ttl * 1000),
         waiting_ttl_ms=int(args.waiting_ttl * 1000),
         idle_game_limit_ms=int(args.idle_game_limit * 1000),
+        unstarted_ttl_ms=int(args.unstarted_ttl * 1000),
+        abandon_after_ms=int(args.abandon_after * 1000),
+        abandon_ai_after_ms=int(args.abandon_ai_after * 1000),
     )
 
 
@@ -221,6 +330,8 @@ def run(args: argparse.Namespace) -> int:
     # files) holds players' games and token hashes: readable by us alone.
     os.umask(0o077)
     lifetimes = lifetimes_from_args(args)
+    limits = limits_from_args(args)
+    check_file_limit(max_sockets(args))
     try:
         parse_engine_specs(args.engine)  # refused here, not by every worker it starts
     except ValueError as exc:
@@ -228,6 +339,9 @@ def run(args: argparse.Namespace) -> int:
     archive_url = database_url(args)
     # Local workers look for endgame tables (``kibitz tables``) in the same data directory.
     os.environ["KIBITZ_DATA_DIR"] = str(args.data_dir)
+    # Workers that a crashed node left on this directory are stopped first, as a stale
+    # Redis is by EmbeddedRedis.start (server/local_workers.py).
+    stop_stale_workers(args.data_dir / "workers")
     embedded: EmbeddedRedis | None = None
     redis_url = args.redis
     if not redis_url:
@@ -238,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         app = create_app(
             redis_url,
-            limits=limits_from_args(args),
+            limits=limits,
             redis_pool=args.redis_pool,
             database_url=archive_url,
             lifetimes=lifetimes,
@@ -247,7 +361,11 @@ def run(args: argparse.Namespace) -> int:
         )
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             return runner.run(
-                _serve(app, args.host, args.port, redis_url, n_workers, list(args.engine))
+                _serve(
+                    app, args.host, args.port, redis_url, n_workers, list(args.engine),
+                    sockets_per_address=max_sockets(args), head_timeout=args.head_timeout,
+                    workers_dir=args.data_dir / "workers",
+                )  # fmt: skip
             )
     except ArchiveUnavailable as exc:
         log.error("cannot open the game archive %s: %s", display_url(archive_url), exc)
@@ -257,14 +375,18 @@ def run(args: argparse.Namespace) -> int:
             embedded.stop()
 
 
-def start_worker(redis_url: str, engines: list[str] | None = None) -> subprocess.Popen[bytes]:
+def start_worker(
+    redis_url: str, engines: list[str] | None = None, lifeline: Lifeline | None = None
+) -> subprocess.Popen[bytes]:
     """A local worker process. The URL (it may hold a password) goes through the
     environment, which other users cannot read, not the command line, which ps shows.
-    ``engines`` are ``GAME=COMMAND`` specs passed on as its ``--engine`` options."""
+    ``engines`` are ``GAME=COMMAND`` specs passed on as its ``--engine`` options; with a
+    ``lifeline`` the worker stops when this node dies (server/local_workers.py)."""
     options = [arg for spec in engines or [] for arg in ("--engine", spec)]
     return subprocess.Popen(
         [sys.executable, "-m", "kibitz.server.cli", "worker", *options],
-        env={**os.environ, "KIBITZ_REDIS_URL": redis_url},
+        env={**os.environ, "KIBITZ_REDIS_URL": redis_url, **(lifeline.env() if lifeline else {})},
+        pass_fds=(lifeline.read_fd,) if lifeline else (),
     )
 
 
@@ -300,16 +422,29 @@ async def _serve(
     redis_url: str,
     n_workers: int,
     engines: list[str] | None = None,
+    sockets_per_address: int | None = None,
+    head_timeout: float = HEAD_TIMEOUT_S,
+    workers_dir: Path | None = None,
 ) -> int:
-    runner = web.AppRunner(app, handle_signals=False)
+    # aiohttp's keep-alive timeout bounds the wait for each later request head on a
+    # kept-alive connection as the edge's head timeout bounds the first (server/edge.py).
+    runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=head_timeout)
     await runner.setup()
     assert runner.server is not None
     # WebSockets are served by the edge, the rest by aiohttp (server/edge.py).
-    edge = Edge(app, runner.server)
+    edge = Edge(app, runner.server, sockets_per_address, head_timeout)
     loop = asyncio.get_running_loop()
     listener = await loop.create_server(edge, host, port, backlog=LISTEN_BACKLOG)
     edge.start()
     bound = listener.sockets[0].getsockname()[1] if listener.sockets else port
+    own: set[str] = app[LISTENING_ORIGINS_KEY]
+    own.update(listening_origins(host, bound))
+    if not app[LIMITS_KEY].public_origins and host not in ("127.0.0.1", "::1", "localhost"):
+        log.warning(
+            "no --public-origin: browsers may open WebSockets only from pages of %s; name "
+            "the site's origin (https://games.example) with --public-origin",
+            ", ".join(sorted(own)),
+        )
     freeze_startup_heap()
     display_host = f"[{host}]" if ":" in host else host
     print(f"kibitz listening on http://{display_host}:{bound}", flush=True)
@@ -318,52 +453,23 @@ async def _serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    workers = [start_worker(redis_url, engines) for _ in range(n_workers)]
-    supervisor = asyncio.create_task(_supervise(workers, redis_url, engines))
+    workers = LocalWorkers(lambda line: start_worker(redis_url, engines, line), workers_dir)
+    workers.spawn(n_workers)
+    supervisor = asyncio.create_task(workers.supervise())
     try:
         await stop.wait()
     finally:
         supervisor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await supervisor
-        for proc in workers:
-            if proc.poll() is None:
-                proc.terminate()  # each finishes its search and leaves meanwhile
+        workers.terminate()  # each finishes its search and leaves meanwhile
         # Stop accepting, let the requests under way finish, tell every client to
         # reconnect (1001), count them out, then close Redis (Hub.drain, Edge.shutdown).
         listener.close()
         await edge.shutdown()
         await runner.cleanup()
-        for proc in workers:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        workers.wait(timeout=10)
     return 0
-
-
-async def _supervise(
-    workers: list[subprocess.Popen[bytes]], redis_url: str, engines: list[str] | None = None
-) -> None:
-    """Restart a local worker that died (its pending job is reclaimed by another).
-
-    A worker that keeps dying is restarted less and less often (up to once a minute).
-    """
-    delays = [1.0] * len(workers)
-    due = [0.0] * len(workers)
-    loop = asyncio.get_running_loop()
-    while True:
-        await asyncio.sleep(1.0)
-        for i, proc in enumerate(workers):
-            if proc.poll() is None:
-                delays[i] = max(1.0, delays[i] * 0.9)
-                continue
-            if due[i] == 0.0:
-                log.warning("worker %d exited with %s", proc.pid, proc.returncode)
-                due[i] = loop.time() + delays[i]
-            elif loop.time() >= due[i]:
-                workers[i] = start_worker(redis_url, engines)
-                delays[i], due[i] = min(60.0, delays[i] * 2), 0.0
 
 
 LISTENING = re.compile(r"kibitz listening on (http://\S+)")

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 
+from kibitz.workers import lifeline
 from kibitz.workers.engines import parse_engine_specs
 from kibitz.workers.worker import WorkerConfig, run_worker
 
@@ -17,7 +18,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run AI worker processes",
         description="Take AI search jobs from the Redis queue; start more on any machine.",
     )
-    parser.add_argument("--redis", default=os.environ.get("KIBITZ_REDIS_URL"), required=False)
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("KIBITZ_REDIS_URL"),
+        metavar="URL",
+        help="the shared Redis (default: $KIBITZ_REDIS_URL, which is better for a URL with "
+        "a password: every user can read a command line, not the environment)",
+    )
     parser.add_argument("--concurrency", type=int, default=1, help="worker processes")
     parser.add_argument(
         "--lease-ms",
@@ -48,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     config = WorkerConfig(args.redis, args.name, args.lease_ms, args.max_jobs, engines)
     if args.concurrency <= 1:
         return run_worker(config)
+    # A pool started by a node dies with it, and each child with the pool (lifeline.py).
+    lifeline.hold()
     ctx = multiprocessing.get_context("spawn")
     procs = [
         ctx.Process(

@@ -133,14 +133,19 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
 
 
 def chess_game(base: str) -> str:
-    """Fool's mate between two Python clients; the room id."""
+    """Fool's mate between two Python clients, with a line on each chat channel (one
+    from a spectator); the room id."""
 
     async def play() -> str:
         a = await KibitzClient.open(base)
         b = await KibitzClient.open(base)
+        watcher = await KibitzClient.open(base)
         try:
             room = await a.create("chess", seat=0, name="ann", player_key=new_player_key())
             await b.join(room["room"])
+            await watcher.watch(room["room"])
+            await a.chat(room["room"], "<b>good luck</b>")
+            await watcher.chat(room["room"], "what a move", name="kib")
             for version_, move in enumerate(["f2f3", "e7e5", "g2g4", "d8h4"], start=1):
                 mover = a if version_ % 2 else b
                 await mover.move(room["room"], move, version_)
@@ -149,6 +154,7 @@ def chess_game(base: str) -> str:
         finally:
             await a.close()
             await b.close()
+            await watcher.close()
 
     # Playwright's sync API runs its own event loop in this thread: the clients get another.
     with ThreadPoolExecutor(1) as thread:
@@ -168,6 +174,14 @@ def test_a_chess_game_page_offers_pgn(live_server: Any, new_page: NewPage) -> No
     href = page.get_attribute("[data-testid=export-pgn]", "href")
     with urllib.request.urlopen(base + href) as reply:
         assert "Qh4# 0-1" in reply.read().decode()
+    # The chat of both channels, in order, as text (the tags show as typed).
+    lines = page.locator("[data-testid=replay-chat-line]")
+    expect(lines).to_have_count(2)
+    expect(lines.nth(0)).to_have_text("ann: <b>good luck</b>")
+    expect(lines.nth(0)).to_have_attribute("data-channel", "players")
+    expect(lines.nth(1)).to_have_text("kib (watching): what a move")
+    expect(lines.nth(1)).to_have_attribute("data-channel", "spectators")
+    assert page.locator("[data-testid=replay-chat] b").count() == 0
     page.click("[data-testid=replay-first]")
     expect(page.locator(f"{REPLAY_BOARD} [data-testid=sq-e2]")).to_be_attached()
     page.keyboard.press("ArrowRight")

@@ -81,10 +81,12 @@ class Nginx:
     """nginx in the foreground (``daemon off``), stopped with SIGTERM (a fast shutdown:
     its workers close their connections and exit with it)."""
 
-    def __init__(self, binary: str, prefix: Path, nodes: Sequence[str]) -> None:
+    def __init__(
+        self, binary: str, prefix: Path, nodes: Sequence[str], port: int | None = None
+    ) -> None:
         self.binary = binary
         self.prefix = prefix
-        self.port = free_port()
+        self.port = port or free_port()
         (prefix / "temp").mkdir(parents=True, exist_ok=True)
         prefix.chmod(0o755)
         site = substitute(NGINX_CONF.read_text(), nodes, f"127.0.0.1:{self.port}")

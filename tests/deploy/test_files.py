@@ -290,3 +290,79 @@ def test_worker_probe_sees_the_heartbeat(redis_server) -> None:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+
+
+# -- secrets and open files ------------------------------------------------------------------
+
+#: Variables that hold passwords (in URLs or alone): environment only, never a flag's value.
+SECRET_VARIABLES = ("KIBITZ_REDIS_URL", "KIBITZ_DATABASE_URL", "KIBITZ_DB_PASSWORD",
+                    "POSTGRES_PASSWORD")  # fmt: skip
+#: Flags whose value is such a URL.
+SECRET_FLAGS = ("--redis", "--database")
+
+
+def secrets_on(words: list[str]) -> list[str]:
+    """What on a command line could carry a secret: a secret flag, a reference to a
+    secret variable, or a URL with a password."""
+    found = [w for w in words if w in SECRET_FLAGS or w.split("=")[0] in SECRET_FLAGS]
+    found += [w for w in words if any(name in w for name in SECRET_VARIABLES)]
+    found += [w for w in words if re.search(r"://[^/\s:@]*:[^/\s@]+@", w)]
+    return found
+
+
+def systemd_commands(text: str) -> list[list[str]]:
+    return [line.split("=", 1)[1].split() for line in text.splitlines() if line.startswith("Exec")]
+
+
+def command_lines() -> dict[str, list[str]]:
+    """Every command line the deploy files start: where -> its words."""
+    out: dict[str, list[str]] = {}
+    for unit in sorted((DEPLOY / "systemd").glob("*.service")):
+        for i, words in enumerate(systemd_commands(unit.read_text())):
+            out[f"{unit.name}:{i}"] = words
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    for name, service in compose["services"].items():
+        for key in ("command", "entrypoint"):
+            value = service.get(key) or []
+            out[f"compose {name} {key}"] = value.split() if isinstance(value, str) else value
+    for doc in manifests():
+        spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+        for container in spec.get("containers", []):
+            words = [*container.get("command", []), *container.get("args", [])]
+            out[f"{doc['kind']} {doc['metadata']['name']}"] = [str(w) for w in words]
+    text = (DEPLOY / "Dockerfile").read_text()
+    for kind in ("ENTRYPOINT", "CMD"):
+        match = re.search(rf"^{kind}\s+(.*)$", text, re.M)
+        assert match, kind
+        out[f"Dockerfile {kind}"] = json.loads(match.group(1))
+    return out
+
+
+def test_no_secret_on_a_command_line() -> None:
+    """Any user of a machine can read every process's command line (/proc/PID/cmdline):
+    the Redis and database URLs, which hold passwords, go in the environment."""
+    lines = command_lines()
+    assert any(name.startswith("kibitz-serve.service") for name in lines)
+    for where, words in lines.items():
+        assert not secrets_on(words), f"{where}: {secrets_on(words)}"
+    # The check finds the flags and references the units once had.
+    old = "ExecStart=/usr/local/bin/kibitz worker --redis ${KIBITZ_REDIS_URL} --concurrency 2"
+    assert secrets_on(systemd_commands(old)[0]) == ["--redis", "${KIBITZ_REDIS_URL}"]
+    assert secrets_on(["serve", "--database=postgresql://kibitz:pw@db/kibitz"])
+
+
+def test_units_budget_open_files() -> None:
+    """A node holds a descriptor per client connection: its unit allows at least the
+    budget `kibitz serve` asks for with the default caps."""
+    from kibitz.server.cli.serve import file_budget
+    from kibitz.server.edge import SOCKETS_OVER_CONNECTIONS
+    from kibitz.server.limits import Limits
+
+    cap = Limits().connections_per_address + SOCKETS_OVER_CONNECTIONS
+    for unit in ("kibitz-serve.service", "kibitz-worker.service"):
+        text = (DEPLOY / "systemd" / unit).read_text()
+        match = re.search(r"^LimitNOFILE=(\d+)$", text, re.M)
+        assert match, f"{unit} sets no LimitNOFILE"
+    serve = (DEPLOY / "systemd" / "kibitz-serve.service").read_text()
+    limit = int(re.search(r"^LimitNOFILE=(\d+)$", serve, re.M).group(1))  # type: ignore[union-attr]
+    assert limit >= file_budget(cap)

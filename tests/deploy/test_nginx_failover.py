@@ -4,8 +4,8 @@ front of two ``kibitz serve`` nodes on one Redis.
 One node is killed with SIGKILL in the middle of several games; the players' healing
 clients reconnect through nginx (which passes them to the surviving node), resume and
 finish every game. Also: the nodes see the client's address in X-Forwarded-For (the
-per-address connection limit counts it, not nginx's), and the Host header is passed on
-(a page's own origin is accepted).
+per-address connection limit counts it, not nginx's), and a page of the site's public
+origin (nginx's address, given to the nodes) is accepted, another site's refused.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kibitz.client.bot import BEHIND_ERRORS, RESYNC_AFTER_S
 from kibitz.client.connection import KibitzClient, ServerError
 from kibitz.server.embedded_redis import EmbeddedRedis
 from tests.conftest import ServerProcess, start_server
-from tests.deploy.nginx import Nginx, find_nginx
+from tests.deploy.nginx import Nginx, find_nginx, free_port
 
 GAMES = 4
 MOVES_BEFORE_KILL = 4  # plies every game has played when the node dies
@@ -56,13 +56,19 @@ def private_redis(tmp_path: Path) -> Iterator[EmbeddedRedis]:
 def balanced(
     binary: str, redis_url: str, prefix: Path, env: dict[str, str] | None = None
 ) -> tuple[Nginx, list[ServerProcess]]:
+    # The site's origin is nginx's address, which the nodes are told (they do not believe
+    # the Host header for it).
+    port = free_port()
+    public = {"KIBITZ_PUBLIC_ORIGIN": f"http://127.0.0.1:{port}"}
     nodes = [
-        start_server(redis_url, extra_env=env, args=["--trusted-proxy", "127.0.0.1"])
+        start_server(
+            redis_url, extra_env={**public, **(env or {})}, args=["--trusted-proxy", "127.0.0.1"]
+        )
         for _ in range(2)
     ]
     addresses = [node.http_url.removeprefix("http://") for node in nodes]
     try:
-        return Nginx(binary, prefix, addresses).start(), nodes
+        return Nginx(binary, prefix, addresses, port).start(), nodes
     except BaseException:
         stop_nodes(nodes)
         raise
@@ -234,7 +240,7 @@ async def test_forwarded_for_and_host(nginx_binary, private_redis, tmp_path) -> 
         assert forged.value.response.status_code == 429
         # Another client address (its own loopback source) has its own allowance.
         opened.append(await websockets.connect(ws, open_timeout=5, local_addr=("127.0.0.5", 0)))
-        # Host is passed on with its port: the page's own origin is accepted...
+        # The site's public origin (nginx's address) is accepted...
         await opened.pop(0).close()
         same = await connect_when_counted_out(ws, lb.url)
         opened.append(same)

@@ -186,3 +186,24 @@ def test_a_takeback_drops_the_undone_moves_from_the_record() -> None:
     ]
     moves = record_of(room, events)["moves"]
     assert [(m["move"], m["at_ms"]) for m in moves] == [("5", 200), ("2", 700)]
+
+
+CHAT = [
+    {"channel": "players", "id": 1, "seat": 0, "name": "Ann", "text": "gl <b>hf</b>", "at": 150},
+    {"channel": "spectators", "id": 1, "seat": None, "name": "kib", "text": "é\u00a0✓", "at": 160},
+]
+
+
+async def test_the_chat_is_kept_in_the_archived_record(archive: Archive) -> None:
+    """Both channels' lines, in the record's JSON: no column of their own, so no
+    migration; they come back exactly as they were said."""
+    with_chat = {**record("chatty", 2000), "chat": CHAT}
+    await archive.save(with_chat)
+    assert (await archive.get("chatty"))["chat"] == CHAT
+
+
+def test_record_of_carries_the_chat_it_is_given() -> None:
+    seats = [Seat("human", None, "h", "Ann"), Seat("human", None, "g", "Bob")]
+    room = Room(id="abcd1234", game="tictactoe", options={}, start="start", seats=seats)
+    assert record_of(room, [])["chat"] == []
+    assert record_of(room, [], CHAT)["chat"] == CHAT

@@ -7,8 +7,13 @@ import asyncio
 
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError
+from kibitz.server.chat import ChatStore, record_chat, settle_record_chat
+from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.server.room import Room, Seat
+from kibitz.server.store import ARCHIVE, room_key
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio
@@ -230,3 +235,43 @@ async def test_a_joining_player_gets_the_players_chat_so_far(nodes) -> None:
             await b.join(room)
             replay = await b.next_message(is_chat(room, "players", replay=True))
             assert [m["text"] for m in replay["messages"]] == ["anyone?"]
+
+
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory: pytest.TempPathFactory):
+    """A Redis no server reads: the archive stream is seen as the chat script leaves it."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("chat-redis"), persist=False).start()
+    yield server
+    server.stop()
+
+
+async def test_a_line_after_the_end_queues_the_room_for_the_archive_once(own_redis) -> None:
+    """In a finished room (its ``archive`` field set), a line queues the room on the
+    archive stream again, with its remaining lifetime, and a burst queues one entry
+    until the archiver reads the chat (which clears the mark); the record's chat holds
+    both channels in the order said. Before the end, lines queue nothing."""
+    client = aioredis.Redis.from_url(own_redis.url, decode_responses=True)
+    try:
+        store = ChatStore(client)
+        seats = [Seat("human", None, "h", "ann"), Seat("human", None, "g", "bob")]
+        room = Room(id="chatroom01", game="tictactoe", options={}, start="", seats=seats)
+        await client.hset(room_key(room.id), mapping={"data": "{}", "version": 3})
+        await store.post(room, "players", 0, "ann", "during the game")
+        await asyncio.sleep(0.01)
+        assert await client.xlen(ARCHIVE) == 0
+        await client.hset(room_key(room.id), "archive", "queued")  # the game ended
+        await client.pexpire(room_key(room.id), 60_000)  # and was archived
+        await store.post(room, "spectators", None, "kib", "after")
+        await asyncio.sleep(0.01)  # lines said in the same millisecond: the players' first
+        await store.post(room, "players", 1, "bob", "gg")
+        entries = await client.xrange(ARCHIVE)
+        assert len(entries) == 1
+        assert entries[0][1]["room"] == room.id and 0 < int(entries[0][1]["ttl_ms"]) <= 60_000
+        lines = await settle_record_chat(client, room.id)
+        said = [(line["channel"], line["text"]) for line in lines]
+        assert said == [("players", "during the game"), ("spectators", "after"), ("players", "gg")]
+        await store.post(room, "players", 0, "ann", "thanks")  # read since: queued again
+        assert await client.xlen(ARCHIVE) == 2
+        assert len(await record_chat(client, room.id)) == 4
+    finally:
+        await client.aclose()

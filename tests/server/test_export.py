@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from typing import Any
 
 import chess
@@ -14,9 +15,12 @@ import pytest
 from draughts import Board as DraughtsBoard
 from draughts import Move as DraughtsMove
 from draughts.PDN import PDNReader
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kibitz.server import export
 from kibitz.shared.games import find_game
+from kibitz.shared.protocol import ProtocolError, check_name
 
 
 def played_record(
@@ -83,16 +87,97 @@ def test_pgn_reads_back_with_the_same_moves_and_result(seed: int) -> None:
     assert all(node.clock() is None for node in game.mainline())
 
 
+def pgn_unescape(token: str) -> str:
+    """A tag's string token as text: ``\\"`` is a quote and ``\\\\`` a backslash. python-chess
+    1.11 and pydraughts give the token as written (escapes and all)."""
+    return re.sub(r'\\(["\\])', r"\1", token)
+
+
+#: A tag pair as the PGN standard (8.1.1, 7) writes it, which PDN shares: a symbol, a
+#: string token whose only escapes are a backslash before a quote or a backslash, and no
+#: control characters.
+SPEC_TAG = re.compile(r'\[([A-Za-z0-9_]+) "((?:[^"\\\x00-\x1f\x7f]|\\["\\])*)"\]')
+
+
+def spec_tags(text: str) -> dict[str, str]:
+    """The tags of a game as a reader of the standard reads them; every line before the
+    first empty one must be one valid tag pair."""
+    tags = {}
+    for line in text.split("\n\n", 1)[0].split("\n"):
+        match = SPEC_TAG.fullmatch(line)
+        assert match, f"not a valid tag pair: {line!r}"
+        tags[match.group(1)] = pgn_unescape(match.group(2))
+    return tags
+
+
 def test_names_typed_by_people_stay_inside_their_header() -> None:
     record = played_record("chess", 2, max_plies=6)
+    # A record older than the name rule may hold a line break: it becomes a space.
     record["players"][0]["name"] = 'Ann "the\nrook" \\ B'
-    game = read_pgn(export.pgn(record))
-    assert game.headers["White"] == 'Ann "the rook" \\ B'
+    text = export.pgn(record)
+    assert '[White "Ann \\"the rook\\" \\\\ B"]' in text.splitlines()
+    game = read_pgn(text)
+    assert pgn_unescape(game.headers["White"]) == 'Ann "the rook" \\ B'
     assert len(list(game.mainline_moves())) == 6
     record = played_record("draughts", 2, max_plies=6)
     record["players"][1]["name"] = 'Bo "x"\n[Result "2-0"]'
     [read] = PDNReader(pdn_text=export.pdn(record)).games
     assert len(read.moves) == 6 and read.game_ending == "*"
+    assert pgn_unescape(read.tags["Black"]) == 'Bo "x" [Result "2-0"]'
+
+
+#: Names as the name rule lets them through (any text of 1-40 characters, none of them
+#: refused; surrogates cannot come through JSON), rich in what PGN and PDN use.
+NAMES = st.text(
+    alphabet=st.one_of(
+        st.sampled_from('"\\[]{}();%*. -'), st.characters(blacklist_categories=("Cs",))
+    ),
+    min_size=1,
+    max_size=48,
+).filter(lambda text: _accepted(text) is not None)
+
+
+def _accepted(text: str) -> str | None:
+    try:
+        return check_name(text)
+    except ProtocolError:
+        return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(white=NAMES, black=NAMES)
+def test_any_accepted_name_reads_back_exactly_in_python_chess(white: str, black: str) -> None:
+    white, black = str(check_name(white)), str(check_name(black))
+    record = played_record("chess", 3, max_plies=8)
+    record["players"][0]["name"], record["players"][1]["name"] = white, black
+    record["players"][1]["kind"] = "human"
+    text = export.pgn(record)
+    game = read_pgn(text)
+    assert pgn_unescape(game.headers["White"]) == white
+    assert pgn_unescape(game.headers["Black"]) == black
+    assert spec_tags(text) == {k: pgn_unescape(v) for k, v in game.headers.items()}
+    assert game.headers["Result"] == "*"
+    assert [m.uci() for m in game.mainline_moves()] == [m["move"] for m in record["moves"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(white=NAMES, black=NAMES)
+def test_any_accepted_name_reads_back_exactly_in_pydraughts(white: str, black: str) -> None:
+    white, black = str(check_name(white)), str(check_name(black))
+    record = played_record("draughts", 3, max_plies=8)
+    record["players"][0]["name"], record["players"][1]["name"] = white, black
+    text = export.pdn(record)
+    [read] = PDNReader(pdn_text=text).games
+    assert spec_tags(text) == {k: pgn_unescape(v) for k, v in read.tags.items()}
+    assert pgn_unescape(read.tags["White"]) == white
+    assert pgn_unescape(read.tags["Black"]) == black
+    assert read.moves == [m["move"] for m in record["moves"]] and read.game_ending == "*"
+
+
+def test_tag_values_are_string_tokens() -> None:
+    assert export.tag_value('a"b\\c') == 'a\\"b\\\\c'
+    assert export.tag_value("a\nb\x1bc\u202ed") == "a b c d"
+    assert export.tag_value("x" * 300) == "x" * export.MAX_TAG_VALUE
 
 
 def test_pgn_clock_comments_read_back() -> None:

@@ -259,8 +259,9 @@ async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
 
 
 async def test_followers_see_the_ai_thinking(live_server) -> None:
-    """Everyone at the version sees the AI's progress; its principal variation is a hint,
-    so the human playing it gets ``pv`` [] while a spectator gets the line."""
+    """Everyone at the version sees the AI's progress; its principal variation is a hint
+    to the human playing it, who may also be the spectator (a second connection), so
+    nobody gets the line while the game runs (``pv`` [])."""
 
     async def progress(client: KibitzClient, room: str) -> list[dict]:
         thinking = []
@@ -287,7 +288,7 @@ async def test_followers_see_the_ai_thinking(live_server) -> None:
         depths = [t["depth"] for t in reports]
         assert depths == sorted(depths) and depths[-1] >= 3
     assert all(t["pv"] == [] for t in thinking)  # the player: no hint
-    assert all(t["pv"] and t["pv"][0] in ("d3", "c4", "f5", "e6") for t in watched)
+    assert all(t["pv"] == [] for t in watched)  # nor a spectator (tests/security/test_leaks.py)
     assert [t["depth"] for t in watched][-1] == [t["depth"] for t in thinking][-1]
 
 

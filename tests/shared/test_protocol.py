@@ -127,3 +127,41 @@ def test_job_and_result_round_trip() -> None:
         p.Job.from_fields({"job": json.dumps({"job_id": 1})})
     with pytest.raises(p.ProtocolError):
         p.JobResult.from_fields({"nothing": "here"})
+
+
+#: Every message that carries a display name, as (message without the name).
+NAMED_MESSAGES = [
+    {"type": "create", "game": "chess"},
+    {"type": "join", "room": "abcd"},
+    {"type": "seek", "game": "chess"},
+    {"type": "accept", "seek": "abcd"},
+    {"type": "chat", "room": "abcd", "text": "hi"},
+]
+
+
+@pytest.mark.parametrize("message", NAMED_MESSAGES, ids=[m["type"] for m in NAMED_MESSAGES])
+def test_one_name_rule_for_every_message(message: dict) -> None:
+    assert parse({**message, "name": "  ann b  "}).name == "ann b"  # type: ignore[union-attr]
+    assert parse({**message, "name": '名 "x" \\ [y]'}).name == '名 "x" \\ [y]'  # type: ignore[union-attr]
+    assert parse({**message, "name": "a" * p.MAX_NAME}).name == "a" * p.MAX_NAME  # type: ignore[union-attr]
+    assert parse(message).name is None  # type: ignore[union-attr]
+    for bad in (
+        "a" * (p.MAX_NAME + 1), "a" * 512, "", "   ", 5, ["ann"],
+        "ann\x00", "ann\x1b[31m", "ann\rbob", "ann\nbob", "a\tb", "ann\x7f", "ann\x85",
+        "ann\u202egnp", "\u202aann", "ann\u2028", "\u2066ann\u2069",
+    ):  # fmt: skip
+        assert code_of({**message, "name": bad}) == "message/invalid", repr(bad)
+
+
+def test_names_and_chat_lines_refuse_the_same_characters() -> None:
+    from kibitz.server.chat import check_text
+
+    for code in [*range(0x00, 0xA0), *range(0x2000, 0x2070), 0xFEFF, 0x061C]:
+        char = chr(code)
+        refused_in_chat = True
+        try:
+            check_text(f"a{char}b")
+            refused_in_chat = False
+        except p.ProtocolError:
+            pass
+        assert refused_in_chat == (p.refused_character(f"a{char}b") is not None), hex(code)
