@@ -19,9 +19,10 @@ analysis in the archive's ``analyses`` table (one row per game, an upsert), and 
 deletes the Redis state and acknowledges the entry; a node that dies in between leaves
 the entry pending for another node to claim.
 
-Scores are from the first player's (White's) point of view, in the game's unit
-(:data:`SCALES`: centipawns in chess, discs, men, seeds...); a proven win or loss is
-capped at the scale's ``cap`` and carries ``mate``, the signed number of plies to the end.
+Scores are from the first player's (White's) point of view, in the game's unit (its
+``GamePolicy.analysis_scale``: centipawns in chess, discs, men, seeds...); a proven win
+or loss is capped at the scale's ``cap`` and carries ``mate``, the signed number of
+plies to the end.
 A move's ``loss`` is how much the mover's evaluation fell (0 when it was the best move
 found), and is an inaccuracy, a mistake or a blunder past the game's thresholds. A
 move's accuracy is ``100 * exp(-drop / 25)``, where ``drop`` is the fall, in percentage
@@ -49,13 +50,14 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import redis.asyncio as aioredis
 
 from kibitz.server.background import raise_if_stopping
 from kibitz.server.store import PREFIX, ensure_group
+from kibitz.shared.games.policy import AnalysisScale as Scale
+from kibitz.shared.games.registry import policy_for
 from kibitz.shared.protocol import Budget
 
 if TYPE_CHECKING:
@@ -74,10 +76,6 @@ MAX_ACTIVE = 16  # analyses queued or running at once, all nodes together
 MAX_PER_ADDRESS = 4  # of those, requested from one address
 STATE_TTL_MS = 60 * 60 * 1000  # an analysis's Redis state, renewed by each evaluation
 FINISHED_KEPT = 10_000
-#: Search time per position (ms): a 120-ply chess game is 121 jobs, about 30 s of
-#: search for two workers.
-TIME_MS = {"chess": 400, "othello": 300, "draughts": 300, "oware": 300}
-DEFAULT_TIME_MS = 200
 ANALYSIS_LEVEL = 8  # the strongest level: no randomness
 BLOCK_MS = 1000
 CLAIM_IDLE_MS = 10_000
@@ -88,41 +86,18 @@ DECIDED_RANGE = 1000.0  # scores this close to DECIDED are proven results
 Status = Literal["queued", "running", "done", "failed"]
 
 
-@dataclass(frozen=True, slots=True)
-class Scale:
-    """How a game's evaluations are shown and judged.
-
-    ``per_unit``: display units per evaluation unit (the searcher reports "pawns");
-    ``inaccuracy``/``mistake``/``blunder``: thresholds of a move's loss, in display units;
-    ``cap``: scores are clamped to +-cap (proven results too); ``k``: the slope of the
-    winning-chance curve per display unit."""
-
-    unit: str
-    per_unit: float
-    inaccuracy: float
-    mistake: float
-    blunder: float
-    cap: float
-    k: float
-
-
-SCALES: dict[str, Scale] = {
-    "chess": Scale("centipawns", 100.0, 50, 100, 300, 1000, 0.004),
-    "othello": Scale("discs", 1.0, 3, 6, 12, 64, 0.12),
-    "draughts": Scale("men", 1.0, 0.3, 0.7, 1.5, 6, 0.9),
-    "oware": Scale("seeds", 1.0, 1, 2, 4, 24, 0.35),
-}
-DEFAULT_SCALE = Scale("points", 1.0, 0.5, 1, 2, 5, 1.0)
 MARKS = {"inaccuracy": "?!", "mistake": "?", "blunder": "??"}
 
 
 def scale_for(game: str) -> Scale:
-    return SCALES.get(game, DEFAULT_SCALE)
+    """How ``game``'s evaluations are shown and judged (its ``GamePolicy.analysis_scale``)."""
+    return policy_for(game).analysis_scale
 
 
 def budget_for(game: str) -> Budget:
-    """The fixed search budget of one analysis job."""
-    return Budget(depth=None, time_ms=TIME_MS.get(game, DEFAULT_TIME_MS), nodes=None)
+    """The fixed search budget of one analysis job: the game's ``analysis_time_ms`` (a
+    120-ply chess game is 121 jobs, about 30 s of search for two workers)."""
+    return Budget(depth=None, time_ms=policy_for(game).analysis_time_ms, nodes=None)
 
 
 def meta_key(game_id: str) -> str:

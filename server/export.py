@@ -1,5 +1,8 @@
 """A game record in the standard text formats: PGN for chess, PDN for draughts, JSON.
 
+Which formats a game has is the game's own fact (``GamePolicy.notation``, with its media
+type); this module holds the writer of each notation (:data:`WRITERS`).
+
 Pure functions of a record (the dict that ``GET /api/games/{id}`` answers; see
 docs/protocol.md): no I/O, so they work the same on a live room and an archived game.
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Callable
 from typing import Any
 
 import chess
@@ -23,15 +27,12 @@ import chess.pgn
 
 from kibitz.shared.games.chess import GAME as CHESS
 from kibitz.shared.games.draughts import GAME as DRAUGHTS
+from kibitz.shared.games.registry import policy_for
 from kibitz.shared.protocol import ProtocolError, refused_character
 
-#: The formats each game can be exported in, besides JSON (which every game has).
-NOTATIONS: dict[str, str] = {"chess": "pgn", "draughts": "pdn"}
-CONTENT_TYPES = {
-    "pgn": "application/x-chess-pgn",
-    "pdn": "application/x-draughts-pdn",
-    "json": "application/json",
-}
+#: The format every game can be exported in, and its media type.
+JSON_FORMAT = "json"
+JSON_MEDIA_TYPE = "application/json"
 
 PGN_RESULTS = {0: "1-0", 1: "0-1", None: "1/2-1/2"}
 #: PDN scores a game out of 2: a win is 2-0, a draw 1-1.
@@ -46,8 +47,9 @@ class ExportError(ProtocolError):
 
 
 def formats_for(game: str) -> list[str]:
-    """The export formats of ``game``, its own notation first."""
-    return [NOTATIONS[game], "json"] if game in NOTATIONS else ["json"]
+    """The export formats of ``game``, its own notation (``GamePolicy.notation``) first."""
+    notation = policy_for(game).notation
+    return [notation.name, JSON_FORMAT] if notation else [JSON_FORMAT]
 
 
 def export(record: dict[str, Any], fmt: str) -> tuple[str, str]:
@@ -59,13 +61,10 @@ def export(record: dict[str, Any], fmt: str) -> tuple[str, str]:
             f"{record['game']} games export as {' or '.join(formats_for(record['game']))}, "
             f"not {fmt!r}",
         )
-    if fmt == "pgn":
-        text = pgn(record)
-    elif fmt == "pdn":
-        text = pdn(record)
-    else:
-        text = json.dumps(move_list(record), indent=1) + "\n"
-    return text, CONTENT_TYPES[fmt]
+    notation = policy_for(record["game"]).notation
+    if notation is None or fmt == JSON_FORMAT:
+        return json.dumps(move_list(record), indent=1) + "\n", JSON_MEDIA_TYPE
+    return WRITERS[fmt](record), notation.media_type
 
 
 def move_list(record: dict[str, Any]) -> dict[str, Any]:
@@ -207,3 +206,7 @@ def _wrap(words: list[str], width: int = 79) -> str:
     if line:
         lines.append(line)
     return "\n".join(lines)
+
+
+#: The writer of each notation a game's policy may name.
+WRITERS: dict[str, Callable[[dict[str, Any]], str]] = {"pgn": pgn, "pdn": pdn}

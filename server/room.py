@@ -444,18 +444,6 @@ OfferKind = Literal["draw", "takeback", "rematch"]
 OfferAction = Literal["offer", "accept", "decline"]
 OFFER_KINDS: tuple[OfferKind, ...] = ("draw", "takeback", "rematch")
 
-#: How far ahead an AI may think it is (its own last score, in the game's unit: pawns,
-#: men, discs, seeds...) and still accept a draw offer.
-DRAW_MARGIN: dict[str, float] = {
-    "chess": 0.5,
-    "draughts": 0.5,
-    "othello": 2.0,
-    "oware": 1.0,
-    "kono": 0.5,
-    "tictactoe": 0.0,
-    "matches": 0.0,
-}
-DEFAULT_DRAW_MARGIN = 0.5
 AI_TAKEBACK_MAX_LEVEL = 4  # an AI accepts takebacks at levels 1 to this
 #: How long a human player must have been gone before the opponent may claim.
 CLAIM_AFTER_TIMED_MS = 30_000
@@ -477,8 +465,8 @@ def claim_after_ms(room: Room, override: int | None = None) -> int:
 
 def ai_accepts(room: Room, kind: OfferKind, ai_seat: int) -> bool:
     """How an AI seat answers an offer: a rematch always; a takeback at low levels; a
-    draw when its last score says it is not ahead by more than the game's margin (no
-    score yet: it plays on)."""
+    draw when its last score says it is not ahead by more than the game's margin
+    (``GamePolicy.draw_margin``; no score yet: it plays on)."""
     if kind == "rematch":
         return True
     if kind == "takeback":
@@ -486,7 +474,7 @@ def ai_accepts(room: Room, kind: OfferKind, ai_seat: int) -> bool:
         return level is not None and level <= AI_TAKEBACK_MAX_LEVEL
     if room.ai_eval is None:
         return False
-    return room.ai_eval <= DRAW_MARGIN.get(room.game, DEFAULT_DRAW_MARGIN)
+    return room.ai_eval <= find_game(room.game).policy.draw_margin
 
 
 def _clear_game_offers(room: Room) -> None:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import chess
 import chess.engine
 
+from kibitz.shared.games.registry import available_games, policy_for
 from kibitz.shared.protocol import SEARCHER_ENGINE, Budget, Job
 from kibitz.shared.search.choose import DECIDED
 from kibitz.shared.search.limits import CancelToken
@@ -37,8 +38,6 @@ from kibitz.shared.search.scores import WIN
 
 log = logging.getLogger(__name__)
 
-#: Games a UCI engine can play.
-ENGINE_GAMES = frozenset({"chess"})
 #: Bot level -> ``UCI_Elo`` with ``UCI_LimitStrength`` on (index 0 = level 1); None: the
 #: engine's full strength (``UCI_LimitStrength`` off). Clamped to the engine's range
 #: (Stockfish 15.1: 1350-2850).
@@ -87,12 +86,15 @@ def parse_engine_specs(specs: list[str] | None) -> dict[str, str]:
             raise ValueError(
                 f"--engine wants GAME=COMMAND (chess=/usr/games/stockfish), not {spec!r}"
             )
-        if game not in ENGINE_GAMES:
-            raise ValueError(
-                f"--engine {spec!r}: UCI engines play {', '.join(sorted(ENGINE_GAMES))} only"
-            )
+        if policy_for(game).engine_protocol != "uci":
+            raise ValueError(f"--engine {spec!r}: UCI engines play {', '.join(uci_games())} only")
         engines[game] = command
     return engines
+
+
+def uci_games() -> list[str]:
+    """The games a UCI engine can play (``GamePolicy.engine_protocol``), sorted."""
+    return sorted(g.name for g in available_games() if g.policy.engine_protocol == "uci")
 
 
 def launch(
@@ -421,7 +423,6 @@ class EnginePool:
 
 
 __all__ = [
-    "ENGINE_GAMES",
     "LEVEL_ELO",
     "LEVEL_SKILL",
     "SEARCHER_ENGINE",
@@ -436,4 +437,5 @@ __all__ = [
     "limit_for",
     "parse_engine_specs",
     "strength_options",
+    "uci_games",
 ]

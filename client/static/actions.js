@@ -4,13 +4,17 @@
 //
 // Each action is one message ({"type": "draw", "room", "token", "action": "offer"}, ...)
 // whose success is the room's next broadcast state; errors come back in words.
+// A panel of the game screen (game.js).
 
 import { el } from "./boards/common.js";
 import { durationWords, onTick, secondsLeft, timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
-import { $, app } from "./state.js";
+import { clearNotice, setNotice, store, toggleFlip } from "./store.js";
+import { $ } from "./util.js";
 
 const NOTICE_MS = 6000;
+
+let noticeTimer = null; // takes the decline notice away
 
 const OFFER_WORDS = {
   draw: { theirs: (who) => `${who} offers a draw.`, mine: "You offered a draw.", spectator: (who) => `${who} offers a draw.` },
@@ -29,7 +33,7 @@ const DECLINES = {
 };
 
 function seated() {
-  return (app.you === 0 || app.you === 1) && Boolean(app.token);
+  return (store.you === 0 || store.you === 1) && Boolean(store.token);
 }
 
 function sideName(state, seat) {
@@ -48,9 +52,9 @@ export function mayAbort(state) {
 }
 
 function send(type, fields) {
-  const state = app.state;
-  if (!state || !app.token) return;
-  app.conn.request({ type, room: state.room, token: app.token, ...fields }).catch(reportError);
+  const state = store.state;
+  if (!state || !store.token) return;
+  store.conn.request({ type, room: state.room, token: store.token, ...fields }).catch(reportError);
 }
 
 export function offer(kind, action = "offer") {
@@ -60,13 +64,13 @@ export function offer(kind, action = "offer") {
 // -- drawing ----------------------------------------------------------------------------------
 
 export function renderActions(state, myTurn) {
-  const you = app.you;
+  const you = store.you;
   const me = seated();
   const playing = state.status === "playing";
   const offers = state.offers || {};
   const pass = $("pass-btn");
   pass.hidden = !(myTurn && state.legal_moves.includes("pass"));
-  pass.disabled = app.pending;
+  pass.disabled = store.pending;
   $("resign-btn").hidden = !(me && playing);
 
   const draw = $("draw-btn");
@@ -109,7 +113,7 @@ function renderOffer(state) {
     const words = OFFER_WORDS[kind];
     if (!seated()) {
       lines.push(el("p", { testid: `offered-${kind}` }, [words.spectator(sideName(state, seat))]));
-    } else if (seat === app.you) {
+    } else if (seat === store.you) {
       lines.push(el("p", { class: "muted", testid: `offered-${kind}` }, [`${words.mine} Waiting for an answer.`]));
     } else {
       lines.push(
@@ -124,17 +128,16 @@ function renderOffer(state) {
     }
   }
   const event = state.event || {};
-  if (DECLINES[event.kind] && event.seat !== app.you && app.notice !== state.version) {
+  if (DECLINES[event.kind] && event.seat !== store.you && store.notice !== state.version) {
     // Said once, for a few seconds, when it happens.
-    app.notice = state.version;
-    app.noticeText = `${sideName(state, event.seat)} ${DECLINES[event.kind]}.`;
-    clearTimeout(app.noticeTimer);
-    app.noticeTimer = setTimeout(() => {
-      app.noticeText = null;
-      if (app.state) renderOffer(app.state);
+    setNotice(state.version, `${sideName(state, event.seat)} ${DECLINES[event.kind]}.`);
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => {
+      clearNotice();
+      if (store.state) renderOffer(store.state);
     }, NOTICE_MS);
   }
-  if (app.noticeText) lines.push(el("p", { class: "muted", testid: "offer-notice" }, [app.noticeText]));
+  if (store.noticeText) lines.push(el("p", { class: "muted", testid: "offer-notice" }, [store.noticeText]));
   box.replaceChildren(...lines);
   box.hidden = lines.length === 0;
 }
@@ -149,7 +152,7 @@ function renderViewBar(state) {
   watchers.hidden = count === 0;
   watchers.dataset.count = String(count);
   $("time-control-label").textContent = timeControlText(state.clock);
-  $("flip-btn").setAttribute("aria-pressed", String(Boolean(app.flip)));
+  $("flip-btn").setAttribute("aria-pressed", String(Boolean(store.flip)));
 }
 
 // -- countdowns (first move, claims), redrawn every tick ---------------------------------------
@@ -167,11 +170,11 @@ function renderFirstMove(state) {
     line.hidden = true;
     return;
   }
-  const ms = by - app.conn.serverNow();
+  const ms = by - store.conn.serverNow();
   const left = secondsLeft(ms);
   const mover = state.to_move;
   const text =
-    mover === app.you && seated()
+    mover === store.you && seated()
       ? `Make your first move within ${durationWords(ms)}, or the game is aborted.`
       : `${sideName(state, mover)} has ${durationWords(ms)} to make a first move, or the game is aborted.`;
   if (line.textContent !== text) line.textContent = text;
@@ -183,7 +186,7 @@ function renderFirstMove(state) {
 /** The opponent's seat when it is a human who has been gone, or null. */
 function goneOpponent(state) {
   if (!seated() || state.status !== "playing") return null;
-  const seat = 1 - app.you;
+  const seat = 1 - store.you;
   const info = state.seats[seat];
   if (!info || info.kind === "ai" || typeof info.gone_ms !== "number") return null;
   return seat;
@@ -198,7 +201,7 @@ function renderClaim(state) {
   }
   const info = state.seats[seat];
   const after = Number(state.claim_after_ms || 0);
-  const wait = info.gone_ms + after - app.conn.serverNow();
+  const wait = info.gone_ms + after - store.conn.serverNow();
   const who = sideName(state, seat);
   const text =
     wait > 0
@@ -216,7 +219,7 @@ onTick(renderCountdowns);
 // -- wiring -----------------------------------------------------------------------------------
 
 export function wireActions({ choose, followRematch, rerender }) {
-  $("draw-btn").addEventListener("click", () => offer("draw", app.state && app.state.offers && app.state.offers.draw === 1 - app.you ? "accept" : "offer"));
+  $("draw-btn").addEventListener("click", () => offer("draw", store.state && store.state.offers && store.state.offers.draw === 1 - store.you ? "accept" : "offer"));
   $("takeback-btn").addEventListener("click", () => offer("takeback"));
   $("abort-btn").addEventListener("click", async () => {
     const sure = await choose({
@@ -231,13 +234,13 @@ export function wireActions({ choose, followRematch, rerender }) {
   $("claim-win").addEventListener("click", () => send("claim", { result: "win" }));
   $("claim-draw").addEventListener("click", () => send("claim", { result: "draw" }));
   $("rematch-offer-btn").addEventListener("click", () => {
-    const state = app.state;
+    const state = store.state;
     if (!state) return;
     if (state.next_room) followRematch(state);
-    else offer("rematch", state.offers && state.offers.rematch === 1 - app.you ? "accept" : "offer");
+    else offer("rematch", state.offers && state.offers.rematch === 1 - store.you ? "accept" : "offer");
   });
   $("flip-btn").addEventListener("click", () => {
-    app.flip = !app.flip;
+    toggleFlip();
     rerender();
   });
 }

@@ -4,52 +4,42 @@
 // view, legal moves, seats, result) and the screen is redrawn from it. The client applies
 // no game rule of its own; it only turns clicks into move texts taken from legal_moves.
 //
-// The modules:
-//   protocol.js  the connection: request ids, pings, reconnection with backoff
-//   sync.js      resumes the followed rooms after a reconnection, re-syncs quiet ones
-//   state.js     the state the screens share
-//   lobby.js     the lobby screen
-//   seeks.js     open challenges in the lobby and the lobby subscription
-//   game.js      the game screen and its choice dialog
-//   actions.js   draw, takeback, abort, claim, rematch; the spectator's bar
-//   clock.js     time controls and the ticking clocks
-//   chat.js      the room's chat (text only)
-//   result.js    the result in words from the viewer's side
+// The modules, from the entry down (a module imports only those below it; the screens
+// never import each other, tests/client/test_js_imports.py checks it):
+//   store.js       this file: wires the page and dispatches the server's messages
+//   lobby.js     the lobby screen, with its panels seeks.js (open challenges, the lobby
+//                subscription) and mygames.js ("My games": this browser's player's games)
+//   game.js      the game screen and its choice dialog, with its panels actions.js (draw,
+//                takeback, abort, claim, rematch; the spectator's bar) and chat.js
 //   gamepage.js  the game page (?game=ID): a played game to step through and export
-//   mygames.js   "My games" on the lobby: this browser's player's games
+//   router.js    which screen shows; the one way from one screen to another
+//   util.js      shared helpers: $, JSON over HTTP, the catalogue's words, board renderers
+//   clock.js     time controls and the ticking clocks
+//   result.js    the result in words from the viewer's side
 //   errors.js    the error toast
+//   store.js     the state the screens share, changed through its named functions
+//   sync.js      resumes the followed rooms after a reconnection, re-syncs quiet ones
+//   protocol.js  the connection: request ids, pings, reconnection with backoff
 //   storage.js   seats and preferences kept in localStorage
 //   boards/      one renderer per game
-// This file routes between the screens and wires the page's buttons.
+// This file wires the page's shared parts (connection pill, error toast, copy buttons)
+// and each screen, dispatches the server's messages, and routes on load and on "back".
 
-import { enableArrowKeys } from "./boards/common.js";
 import { onChat, wireChat } from "./chat.js";
 import { hideError, showError } from "./errors.js";
-import {
-  cancelChoice,
-  clearPending,
-  enterRoom,
-  joinRoom,
-  leaveRoom,
-  onSeat,
-  onState,
-  onThinking,
-  playMove,
-  renderGame,
-  resign,
-  wireGame,
-} from "./game.js";
-import { showGamePage, wireGamePage } from "./gamepage.js";
-import { createGame, joinByInput, refreshRooms, showLobby, watchByInput } from "./lobby.js";
-import { onLobby, postSeek, wireSeeks } from "./seeks.js";
-import { prefs, seatStore } from "./storage.js";
-import { $, app } from "./state.js";
+import { clearPending, onSeat, onState, onThinking, renderGame, wireGame } from "./game.js";
+import { wireGamePage } from "./gamepage.js";
+import { onLiveGames, wireLobby } from "./lobby.js";
+import { leaveRoom, route } from "./router.js";
+import { onSeeks, wireSeeks } from "./seeks.js";
+import { store } from "./store.js";
+import { $ } from "./util.js";
 
 // -- connection -------------------------------------------------------------------------------
 
 const CONNECTION_LABELS = { connecting: "connecting…", open: "online", reconnecting: "reconnecting…", closed: "offline" };
 
-app.conn.addEventListener("status", (event) => {
+store.conn.addEventListener("status", (event) => {
   const pill = document.querySelector("[data-testid=connection]");
   pill.dataset.state = event.detail;
   pill.textContent = CONNECTION_LABELS[event.detail] || event.detail;
@@ -57,7 +47,7 @@ app.conn.addEventListener("status", (event) => {
   $("offline").hidden = event.detail !== "reconnecting";
 });
 
-app.conn.addEventListener("message", (event) => {
+store.conn.addEventListener("message", (event) => {
   const message = event.detail;
   switch (message.type) {
     case "seat":
@@ -73,12 +63,13 @@ app.conn.addEventListener("message", (event) => {
       onChat(message);
       break;
     case "lobby":
-      onLobby(message);
+      onSeeks(message);
+      onLiveGames(message);
       break;
     case "error":
       clearPending();
       showError(message.code, message.message);
-      if (app.state) renderGame();
+      if (store.state) renderGame();
       break;
     default:
       break; // welcome, pong (the connection reads its "at" for the clocks), seek
@@ -86,23 +77,12 @@ app.conn.addEventListener("message", (event) => {
 });
 
 // A followed room that cannot be resumed any more (it expired): say so.
-app.sync.addEventListener("error", (event) => {
+store.sync.addEventListener("error", (event) => {
   const { error } = event.detail;
   showError(error.code, error.message);
 });
 
 // -- routing ----------------------------------------------------------------------------------
-
-function route() {
-  const params = new URLSearchParams(window.location.search);
-  const room = params.get("room");
-  const watch = params.get("watch");
-  const game = params.get("game");
-  if (game) showGamePage(game);
-  else if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");
-  else if (watch) enterRoom(watch, "watch");
-  else showLobby();
-}
 
 window.addEventListener("popstate", () => {
   leaveRoom(false);
@@ -135,60 +115,37 @@ function wire() {
   wireGamePage();
   wireGame();
   wireChat();
-  enableArrowKeys($("board"));
   wireSeeks();
-  $("seek-btn").addEventListener("click", postSeek);
-  $("create-form").addEventListener("submit", createGame);
-  $("join-form").addEventListener("submit", joinByInput);
-  $("watch-btn").addEventListener("click", watchByInput);
-  $("leave-btn").addEventListener("click", () => leaveRoom(true));
-  $("resign-btn").addEventListener("click", resign);
-  $("pass-btn").addEventListener("click", () => playMove("pass"));
-  $("rematch-btn").addEventListener("click", () => {
-    if (app.state) app.selectedGame = app.state.game;
-    leaveRoom(true);
-  });
-  $("join-seat").addEventListener("click", () => {
-    const name = $("join-name").value.trim();
-    if (name) prefs.set("name", name);
-    joinRoom(app.room, Number($("join-seat").dataset.seat));
-  });
-  $("dialog-cancel").addEventListener("click", cancelChoice);
-  $("dialog").addEventListener("click", (event) => {
-    if (event.target === $("dialog")) cancelChoice();
-  });
+  wireLobby();
   $("error").addEventListener("click", (event) => {
     if (event.target.classList.contains("close")) hideError();
   });
   for (const button of document.querySelectorAll("[data-copy]")) {
     button.addEventListener("click", () => copyField(button.dataset.copy, button));
   }
-  document.addEventListener("visibilitychange", () => {
-    if (!document.hidden && !$("lobby").hidden) refreshRooms();
-  });
 }
 
 wire();
-app.conn.connect();
+store.conn.connect();
 route();
 
 // For debugging in the console and for end-to-end tests: read-only peeks at the client.
 window.kibitz = {
   get state() {
-    return app.state;
+    return store.state;
   },
   get you() {
-    return app.you;
+    return store.you;
   },
   get connection() {
-    return app.conn.status;
+    return store.conn.status;
   },
   /** The server's clock minus ours, in ms, and how many pongs it was estimated from. */
   get clockOffset() {
-    return { ms: app.conn.offsetMs, samples: app.conn.offsetSamples.length };
+    return { ms: store.conn.offsetMs, samples: store.conn.offsetSamples.length };
   },
   /** Drop the socket as a network failure would (tests the reconnection path). */
   dropConnection() {
-    app.conn.dropSocket("dropped by a test");
+    store.conn.dropSocket("dropped by a test");
   },
 };

@@ -4,12 +4,13 @@
 //   {"type": "chat", "room", "channel": "players" | "spectators",
 //    "messages": [{"id", "seat", "name", "text", "at"}]}
 // Chat is text typed by other people: it is only ever put in the page as text nodes
-// (el() children, textContent), never as HTML.
+// (el() children, textContent), never as HTML. A panel of the game screen (game.js).
 
 import { el } from "./boards/common.js";
 import { friendlyError } from "./errors.js";
 import { prefs } from "./storage.js";
-import { $, app } from "./state.js";
+import { store } from "./store.js";
+import { $ } from "./util.js";
 
 const MAX_CHARS = 300;
 const KEEP_LINES = 100;
@@ -20,7 +21,7 @@ const chat = {
 };
 
 function myChannel() {
-  return (app.you === 0 || app.you === 1) && app.token ? "players" : "spectators";
+  return (store.you === 0 || store.you === 1) && store.token ? "players" : "spectators";
 }
 
 /** Forget the lines of the room left behind. */
@@ -33,7 +34,7 @@ export function resetChat(room) {
 }
 
 export function onChat(message) {
-  if (message.room !== app.room) return;
+  if (message.room !== store.room) return;
   if (chat.room !== message.room) resetChat(message.room);
   const lines = chat.lines[message.channel];
   if (!lines) return;
@@ -46,7 +47,7 @@ export function onChat(message) {
 }
 
 function who(line) {
-  const state = app.state;
+  const state = store.state;
   if (Number.isInteger(line.seat) && state) {
     const side = state.players[line.seat];
     return line.name ? `${line.name} (${side})` : side;
@@ -66,7 +67,7 @@ export function renderChat() {
   }
   list.replaceChildren(
     ...lines.map((line) =>
-      el("li", { class: ["chat-line", Number.isInteger(line.seat) && line.seat === app.you && "mine"], testid: "chat-line" }, [
+      el("li", { class: ["chat-line", Number.isInteger(line.seat) && line.seat === store.you && "mine"], testid: "chat-line" }, [
         el("strong", { class: "chat-who" }, [`${who(line)}: `]),
         el("span", { class: "chat-text" }, [String(line.text ?? "")]),
       ]),
@@ -91,13 +92,13 @@ async function sendChat(event) {
   event.preventDefault();
   const input = $("chat-input");
   const text = input.value.trim();
-  if (!text || !app.room) return;
+  if (!text || !store.room) return;
   if (text.length > MAX_CHARS) {
     showChatError("chat/invalid", `at most ${MAX_CHARS} characters`);
     return;
   }
-  const message = { type: "chat", room: app.room, text };
-  if (myChannel() === "players") message.token = app.token;
+  const message = { type: "chat", room: store.room, text };
+  if (myChannel() === "players") message.token = store.token;
   else {
     const name = prefs.get("name", "");
     if (name) message.name = name;
@@ -105,7 +106,7 @@ async function sendChat(event) {
   $("chat-error").hidden = true;
   input.value = "";
   try {
-    await app.conn.request(message);
+    await store.conn.request(message);
   } catch (err) {
     if (!input.value) input.value = text; // keep what was typed, to send again
     showChatError(err.code, err.message);

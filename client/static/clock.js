@@ -8,7 +8,7 @@
 // show a wrong time. Each new state re-syncs. A second ticker (onTick) drives the other
 // countdowns of the game screen (first move, claims).
 
-import { app } from "./state.js";
+import { store } from "./store.js";
 
 const TICK_MS = 100;
 const LOW_MS = 10_000; // under this a Fischer clock turns red
@@ -64,7 +64,7 @@ export function durationWords(ms) {
 }
 
 /** A seat's remaining time now, on the server's clock. */
-export function remainingMs(clock, seat, now = app.conn.serverNow()) {
+export function remainingMs(clock, seat, now = store.conn.serverNow()) {
   const base = clock.remaining_ms[seat];
   if (clock.running !== seat || typeof clock.at !== "number") return base;
   return Math.max(0, base - (now - clock.at));
@@ -143,7 +143,7 @@ export function onTick(fn) {
 }
 
 function tick() {
-  const state = app.state;
+  const state = store.state;
   if (!state || document.getElementById("game").hidden) return;
   if (hasClock(state) && state.status === "playing") {
     for (const seat of [0, 1]) {
@@ -151,7 +151,7 @@ function tick() {
       if (node) paintClock(node, state, seat);
       const copy = document.querySelector(`#clock-strip .clock[data-seat="${seat}"]`);
       if (copy) paintClock(copy, state, seat);
-      const mine = seat === app.you && Boolean(app.token);
+      const mine = seat === store.you && Boolean(store.token);
       if (mine && state.clock.running === seat && node && node.dataset.low === "true") warnLowTime(state, seat);
     }
   }

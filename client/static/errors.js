@@ -2,7 +2,8 @@
 
 import { ServerError } from "./protocol.js";
 import { el } from "./boards/common.js";
-import { $ } from "./state.js";
+
+const toast = () => document.getElementById("error");
 
 const ERROR_SHOW_MS = 9000;
 
@@ -54,7 +55,7 @@ export function friendlyError(code) {
 let errorTimer = null;
 
 export function showError(code, message) {
-  const box = $("error");
+  const box = toast();
   box.replaceChildren(
     el("strong", {}, [friendlyError(code)]),
     el("span", { class: "detail" }, [message || ""]),
@@ -68,7 +69,7 @@ export function showError(code, message) {
 }
 
 export function hideError() {
-  $("error").hidden = true;
+  toast().hidden = true;
 }
 
 export function reportError(err) {

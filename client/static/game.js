@@ -1,59 +1,73 @@
 // The game screen: the board, the players, the moves, sharing links and the dialog for
 // choices. Every "state" snapshot redraws it; a click sends a move from legal_moves.
+// It registers itself with the router as the screen "game" (show a room, join, leave).
 
 import { renderActions, wireActions } from "./actions.js";
-import { el } from "./boards/common.js";
+import { el, enableArrowKeys } from "./boards/common.js";
 import { renderChat, resetChat } from "./chat.js";
 import { clockElement, renderClockStrip } from "./clock.js";
 import { reportError } from "./errors.js";
-import { aiSeatText, loadGames, playerName, showLobby } from "./lobby.js";
 import { describeResult } from "./result.js";
-import { subscribeLobby } from "./seeks.js";
-import { $, app, navigate } from "./state.js";
+import { leaveRoom, navigate, openRoom, registerScreen, showLobby } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
+import {
+  leaveRoomState,
+  loseSeat,
+  resetUi,
+  selectGame,
+  setMode,
+  setPending,
+  setSnapshot,
+  setYou,
+  showRoom,
+  store,
+  takeSeat,
+} from "./store.js";
+import { $, aiSeatText, boardFor, loadGames, playerName } from "./util.js";
 
-const GAMES_WITH_BOARDS = ["tictactoe", "matches", "othello", "draughts", "chess", "kono", "oware"];
 // Boards turned round for the second seat, so each player sees their own side at the bottom.
 const FLIP_FOR_SECOND_SEAT = new Set(["chess", "draughts", "oware"]);
 const MOVE_PENDING_MS = 10000;
 
+let pendingTimer = null; // gives up waiting for the reply to a move
+
 // -- messages about the room on screen -------------------------------------------------------
 
 export function onSeat(message) {
-  const game = app.state && app.state.room === message.room ? app.state.game : undefined;
+  const state = store.state;
+  const game = state && state.room === message.room ? state.game : undefined;
   seatStore.put(message.room, { token: message.token, seat: message.seat, ...(game ? { game } : {}) });
-  if (message.seek !== undefined && message.room !== app.room) {
+  if (message.seek !== undefined && message.room !== store.room) {
     // Someone accepted our seek in the lobby: the game is on.
-    openRoom(message.room, "play", `?room=${encodeURIComponent(message.room)}`);
+    openRoom(message.room, "play");
     return;
   }
-  if (message.room === app.room) {
-    app.token = message.token;
-    app.you = message.seat;
-    app.mode = "play";
-    app.sync.follow(message.room, message.token);
+  if (message.room === store.room) {
+    takeSeat(message.token, message.seat);
+    store.sync.follow(message.room, message.token);
   }
 }
 
 export function onState(message) {
-  if (message.room !== app.room) return;
-  const previous = app.state;
+  if (message.room !== store.room) return;
+  const previous = store.state;
   if (previous && message.version < previous.version) return; // a late duplicate
-  if (message.you !== undefined) app.you = message.you;
-  if (app.you !== null && app.you !== undefined && app.token) {
-    seatStore.put(message.room, { game: message.game, seat: app.you });
+  if (message.you !== undefined) setYou(message.you);
+  if (store.you !== null && store.you !== undefined && store.token) {
+    seatStore.put(message.room, { game: message.game, seat: store.you });
   }
   // The board before the last move, to show what it took (draughts captures).
+  let prevView = store.prevView;
   if (previous && message.version === previous.version + 1 && message.moves.length === previous.moves.length + 1) {
-    app.prevView = previous.view;
+    prevView = previous.view;
   } else if (!previous || message.moves.length !== previous.moves.length) {
-    app.prevView = null;
+    prevView = null;
   }
-  app.state = message;
-  const mine = app.you !== null && app.you !== undefined && app.token ? message.seats[app.you] : null;
+  setSnapshot(message, prevView);
+  const mine = store.you !== null && store.you !== undefined && store.token ? message.seats[store.you] : null;
   if (mine && mine.player) player.remember(mine.player);
   if (!previous || previous.version !== message.version) {
-    app.ui = {};
+    resetUi();
     clearPending();
   }
   renderGame();
@@ -68,20 +82,20 @@ export function onState(message) {
 /** The rematch was agreed: players resume the new room with the token they hold (the
  *  server seats each of them there with the same token, colours swapped); spectators
  *  watch it. */
-export function followRematch(state) {
+function followRematch(state) {
   const next = state.next_room;
-  if (!next || app.room !== state.room) return;
-  if (app.token && (app.you === 0 || app.you === 1)) {
-    seatStore.put(next, { token: app.token, seat: 1 - app.you, game: state.game });
-    openRoom(next, "play", `?room=${encodeURIComponent(next)}`);
+  if (!next || store.room !== state.room) return;
+  if (store.token && (store.you === 0 || store.you === 1)) {
+    seatStore.put(next, { token: store.token, seat: 1 - store.you, game: state.game });
+    openRoom(next, "play");
   } else {
-    openRoom(next, "watch", `?watch=${encodeURIComponent(next)}`);
+    openRoom(next, "watch");
   }
 }
 
 // An AI's progress on its move: shown under the status line until the next state.
 export function onThinking(message) {
-  if (message.room !== app.room || !app.state || message.version !== app.state.version) return;
+  if (message.room !== store.room || !store.state || message.version !== store.state.version) return;
   const seconds = (message.time_ms / 1000).toFixed(1);
   const score = message.score > 0 ? `+${message.score}` : String(message.score);
   // The human playing the AI gets no principal variation while the game runs (it would be
@@ -93,77 +107,56 @@ export function onThinking(message) {
 }
 
 export function clearPending() {
-  app.pending = false;
-  clearTimeout(app.pendingTimer);
+  setPending(false);
+  clearTimeout(pendingTimer);
 }
 
-// -- game screen ------------------------------------------------------------------------------
+// -- entering and leaving a room (the router calls these) -------------------------------------
 
-export async function joinRoom(room, seat = undefined) {
+async function joinRoom(room, seat = undefined) {
   const message = { type: "join", room, player_key: player.key() };
   const name = playerName();
   if (name) message.name = name;
   if (seat !== undefined) message.seat = seat;
   try {
-    const reply = await app.conn.request(message);
+    const reply = await store.conn.request(message);
     seatStore.put(reply.room, { token: reply.token, seat: reply.seat });
-    if (app.room === reply.room) {
-      app.mode = "play";
+    if (store.room === reply.room) {
+      setMode("play");
       navigate(`?room=${encodeURIComponent(reply.room)}`);
       renderGame();
     } else {
-      openRoom(reply.room, "play", `?room=${encodeURIComponent(reply.room)}`);
+      openRoom(reply.room, "play");
     }
   } catch (err) {
     reportError(err);
   }
 }
 
-export function openRoom(room, mode, search) {
-  navigate(search);
-  enterRoom(room, mode);
-}
-
-export async function enterRoom(room, mode) {
-  clearInterval(app.roomsTimer);
-  subscribeLobby(false);
-  if (app.room && app.room !== room) leaveRoom(false);
-  const stored = seatStore.get(room);
-  app.room = room;
-  app.mode = mode;
-  app.state = null;
-  app.ui = {};
-  app.token = stored ? stored.token : null;
-  app.you = stored ? stored.seat : null;
-  app.prevView = null;
-  app.flip = false;
-  app.noticeText = null;
+async function enterRoom(room, mode) {
+  if (store.room && store.room !== room) leave();
+  showRoom(room, mode, seatStore.get(room));
   resetChat(room);
   clearPending();
-  $("lobby").hidden = true;
-  $("replay").hidden = true;
-  $("game").hidden = false;
   renderGame();
-  loadGames().then(() => app.state && renderGame());
+  loadGames().then(() => store.state && renderGame());
   // Followed from now on: resumed after every reconnection (see sync.js).
-  app.sync.follow(room, app.token);
+  store.sync.follow(room, store.token);
   try {
-    if (app.token) {
-      await app.conn.request({ type: "resume", room, token: app.token });
+    if (store.token) {
+      await store.conn.request({ type: "resume", room, token: store.token });
     } else {
-      await app.conn.request({ type: "watch", room });
+      await store.conn.request({ type: "watch", room });
     }
   } catch (err) {
-    if (app.room !== room) return;
+    if (store.room !== room) return;
     if (err.code === "auth/token") {
       // The stored seat is gone (an expired room): follow the room as a spectator instead.
       seatStore.drop(room);
-      app.token = null;
-      app.you = null;
-      app.mode = "invite";
-      app.sync.follow(room, null);
+      loseSeat();
+      store.sync.follow(room, null);
       try {
-        await app.conn.request({ type: "watch", room });
+        await store.conn.request({ type: "watch", room });
         return;
       } catch (again) {
         err = again;
@@ -171,7 +164,7 @@ export async function enterRoom(room, mode) {
     }
     reportError(err);
     if (err.code === "room/unknown") {
-      app.sync.forget(room);
+      store.sync.forget(room);
       seatStore.drop(room);
       navigate("");
       showLobby();
@@ -179,23 +172,19 @@ export async function enterRoom(room, mode) {
   }
 }
 
-export function leaveRoom(toLobby = true) {
-  if (app.room) {
-    app.sync.forget(app.room);
-    app.conn.send({ type: "leave", room: app.room });
+/** Stop following the room on screen and tell the server so. */
+function leave() {
+  if (store.room) {
+    store.sync.forget(store.room);
+    store.conn.send({ type: "leave", room: store.room });
   }
-  app.room = null;
-  app.state = null;
-  app.token = null;
-  app.you = null;
-  if (toLobby) {
-    navigate("");
-    showLobby();
-  }
+  leaveRoomState();
 }
 
+registerScreen("game", { show: enterRoom, join: joinRoom, leave });
+
 function gameTitle(state) {
-  const game = app.gamesByName.get(state.game);
+  const game = store.gamesByName.get(state.game);
   return game ? game.title : state.game;
 }
 
@@ -208,11 +197,11 @@ function playerText(state, seat) {
 }
 
 function isMyTurn(state) {
-  return state.status === "playing" && app.you !== null && app.you !== undefined && state.to_move === app.you;
+  return state.status === "playing" && store.you !== null && store.you !== undefined && state.to_move === store.you;
 }
 
 function statusText(state) {
-  const you = app.you;
+  const you = store.you;
   const seated = you !== null && you !== undefined;
   if (state.status === "waiting") {
     return seated ? "Waiting for an opponent to join: send them the invite link." : "Waiting for a second player.";
@@ -220,7 +209,7 @@ function statusText(state) {
   if (state.status === "over") return "Game over.";
   const mover = state.seats[state.to_move];
   if (seated && state.to_move === you) {
-    return app.pending ? "Sending your move…" : `Your move: you play ${state.players[you]}.`;
+    return store.pending ? "Sending your move…" : `Your move: you play ${state.players[you]}.`;
   }
   if (mover && mover.kind === "ai") return `${playerText(state, state.to_move)} is thinking…`;
   if (seated) return `Waiting for ${playerText(state, state.to_move)} to move.`;
@@ -229,23 +218,16 @@ function statusText(state) {
 
 function resultWords(state) {
   const names = [0, 1].map((seat) => playerText(state, seat));
-  const you = app.token ? app.you : null;
+  const you = store.token ? store.you : null;
   return describeResult(state, state.players, you, names);
-}
-
-/** The board renderer of `game` (a module from boards/), or null for a game without one. */
-export async function boardFor(game) {
-  if (!GAMES_WITH_BOARDS.includes(game)) return null;
-  if (!app.boards.has(game)) app.boards.set(game, await import(`./boards/${game}.js`));
-  return app.boards.get(game);
 }
 
 export function renderGame() {
   $("thinking").hidden = true;
-  const state = app.state;
+  const state = store.state;
   if (!state) {
     $("game-title").textContent = "Connecting…";
-    $("room-id").textContent = app.room ? `room ${app.room}` : "";
+    $("room-id").textContent = store.room ? `room ${store.room}` : "";
     $("status").textContent = "Loading the game…";
     $("result").hidden = true;
     $("join-banner").hidden = true;
@@ -282,7 +264,7 @@ export function renderGame() {
       el("a", { href: `?game=${encodeURIComponent(state.room)}`, class: "review-link", testid: "review-link" }, [
         "Review the game and export it",
       ]),
-      state.next_room && !app.token
+      state.next_room && !store.token
         ? el("a", { href: `?watch=${encodeURIComponent(state.next_room)}`, class: "review-link", testid: "next-room-link" }, [
             "Watch the rematch",
           ])
@@ -305,7 +287,7 @@ export function renderGame() {
 function renderJoinBanner(state) {
   const banner = $("join-banner");
   const free = state.seats.filter((seat) => !seat.taken).map((seat) => seat.seat);
-  const show = app.mode === "invite" && (app.you === null || app.you === undefined) && state.status === "waiting" && free.length > 0;
+  const show = store.mode === "invite" && (store.you === null || store.you === undefined) && state.status === "waiting" && free.length > 0;
   banner.hidden = !show;
   if (!show) return;
   const taken = state.seats.find((seat) => seat.taken);
@@ -318,7 +300,7 @@ function renderJoinBanner(state) {
 
 /** Whether the board is drawn turned round (seat 1's side at the bottom). */
 function isFlipped(state) {
-  return FLIP_FOR_SECOND_SEAT.has(state.game) && (app.you === 1) !== Boolean(app.flip);
+  return FLIP_FOR_SECOND_SEAT.has(state.game) && (store.you === 1) !== Boolean(store.flip);
 }
 
 function renderSeats(state) {
@@ -328,7 +310,7 @@ function renderSeats(state) {
   $("seat-0").style.order = oriented && !isFlipped(state) ? "2" : "";
   $("seat-1").style.order = oriented && isFlipped(state) ? "2" : "";
   // The strip above the board (narrow screens): the side at the top of the board first.
-  const bottom = oriented ? (isFlipped(state) ? 1 : 0) : app.you === 0 || app.you === 1 ? app.you : 1;
+  const bottom = oriented ? (isFlipped(state) ? 1 : 0) : store.you === 0 || store.you === 1 ? store.you : 1;
   renderClockStrip(state, [1 - bottom, bottom]);
   for (const seat of [0, 1]) {
     const info = state.seats[seat] || { taken: false, kind: "human" };
@@ -342,7 +324,7 @@ function renderSeats(state) {
       if (info.engine && info.engine !== "kibitz") name = `${name} · ${info.engine}`;
     } else if (!info.taken) name = "Waiting for a player…";
     else name = info.name || "Anonymous";
-    box.className = ["seat", turn && "turn", app.you === seat && "mine", !info.taken && "open"].filter(Boolean).join(" ");
+    box.className = ["seat", turn && "turn", store.you === seat && "mine", !info.taken && "open"].filter(Boolean).join(" ");
     box.dataset.connected = String(Boolean(connected && info.taken));
     box.dataset.turn = String(turn);
     const parts = [
@@ -350,7 +332,7 @@ function renderSeats(state) {
       el("span", { class: "seat-text" }, [
         el("span", { class: "seat-player" }, [
           state.players[seat],
-          app.you === seat ? el("span", { class: "tag" }, ["you"]) : null,
+          store.you === seat ? el("span", { class: "tag" }, ["you"]) : null,
           info.kind === "ai" ? el("span", { class: "tag ai" }, ["AI"]) : null,
         ]),
         el("span", { class: "seat-name muted" }, [name]),
@@ -407,12 +389,12 @@ function renderShare(state) {
 }
 
 async function renderBoard() {
-  const state = app.state;
+  const state = store.state;
   const root = $("board");
   const board = await boardFor(state.game);
-  if (state !== app.state) return; // a newer snapshot arrived while the module loaded
+  if (state !== store.state) return; // a newer snapshot arrived while the module loaded
   const myTurn = isMyTurn(state);
-  const canMove = myTurn && !app.pending;
+  const canMove = myTurn && !store.pending;
   root.dataset.game = state.game;
   root.dataset.version = String(state.version);
   root.dataset.status = state.status;
@@ -428,13 +410,13 @@ async function renderBoard() {
   board.render(root, {
     state,
     view: state.view,
-    you: app.you,
+    you: store.you,
     flipped: isFlipped(state),
     canMove,
     legal: canMove ? state.legal_moves : [],
     lastMove: state.last_move ? state.last_move.move : null,
-    prevView: app.prevView,
-    ui: app.ui,
+    prevView: store.prevView,
+    ui: store.ui,
     play: playMove,
     choose,
     rerender: renderBoard,
@@ -447,32 +429,49 @@ async function renderBoard() {
 
 export function wireGame() {
   wireActions({ choose, followRematch, rerender: renderGame });
+  enableArrowKeys($("board"));
+  $("leave-btn").addEventListener("click", () => leaveRoom(true));
+  $("resign-btn").addEventListener("click", resign);
+  $("pass-btn").addEventListener("click", () => playMove("pass"));
+  $("rematch-btn").addEventListener("click", () => {
+    if (store.state) selectGame(store.state.game);
+    leaveRoom(true);
+  });
+  $("join-seat").addEventListener("click", () => {
+    const name = $("join-name").value.trim();
+    if (name) prefs.set("name", name);
+    joinRoom(store.room, Number($("join-seat").dataset.seat));
+  });
+  $("dialog-cancel").addEventListener("click", cancelChoice);
+  $("dialog").addEventListener("click", (event) => {
+    if (event.target === $("dialog")) cancelChoice();
+  });
 }
 
-export function playMove(move) {
-  const state = app.state;
-  if (!state || app.pending || !app.token || !isMyTurn(state)) return;
-  app.pending = true;
-  clearTimeout(app.pendingTimer);
-  app.pendingTimer = setTimeout(() => {
-    app.pending = false;
-    if (app.state) renderGame();
+function playMove(move) {
+  const state = store.state;
+  if (!state || store.pending || !store.token || !isMyTurn(state)) return;
+  setPending(true);
+  clearTimeout(pendingTimer);
+  pendingTimer = setTimeout(() => {
+    setPending(false);
+    if (store.state) renderGame();
   }, MOVE_PENDING_MS);
   // Pinned to the version on screen, so the connection may send it again (after a
   // transient error, or on a new socket) without ever playing it twice.
-  const message = { type: "move", room: state.room, token: app.token, move, version: state.version };
-  app.conn.request(message).catch((err) => {
+  const message = { type: "move", room: state.room, token: store.token, move, version: state.version };
+  store.conn.request(message).catch((err) => {
     clearPending();
     // While reconnecting the banner says why; the move is still sent once the socket is back.
-    if (!(err.code === "client/timeout" && app.conn.status !== "open")) reportError(err);
-    if (app.state) renderGame();
+    if (!(err.code === "client/timeout" && store.conn.status !== "open")) reportError(err);
+    if (store.state) renderGame();
   });
   renderGame();
 }
 
-export async function resign() {
-  const state = app.state;
-  if (!state || !app.token) return;
+async function resign() {
+  const state = store.state;
+  if (!state || !store.token) return;
   const sure = await choose({
     title: "Resign this game?",
     options: [
@@ -480,8 +479,8 @@ export async function resign() {
       { label: "Keep playing", value: null, testid: "choice-no" },
     ],
   });
-  if (sure !== "yes" || app.state.room !== state.room) return;
-  app.conn.request({ type: "resign", room: state.room, token: app.token }).catch(reportError);
+  if (sure !== "yes" || store.state.room !== state.room) return;
+  store.conn.request({ type: "resign", room: state.room, token: store.token }).catch(reportError);
 }
 
 // -- dialog -----------------------------------------------------------------------------------
@@ -489,12 +488,12 @@ export async function resign() {
 let closeDialog = null;
 
 /** Close the open choice, if any, as cancelled. */
-export function cancelChoice() {
+function cancelChoice() {
   if (closeDialog) closeDialog(null);
 }
 
 /** Ask the user to pick one option; resolves with its value, or null when cancelled. */
-export function choose({ title, options }) {
+function choose({ title, options }) {
   if (closeDialog) closeDialog(null);
   const backdrop = $("dialog");
   $("dialog-title").textContent = title;

@@ -9,14 +9,15 @@
 // /api/games/{id}/analysis, the page polls GET on it while it runs, then draws the
 // evaluation graph (SVG, from White's / the first player's side), marks the moves (?! ? ??)
 // and shows each player's accuracy. Every text goes in with textContent (el()), never HTML.
+//
+// It registers itself with the router as the screen "gamepage".
 
 import { el, svg } from "./boards/common.js";
 import { reportError } from "./errors.js";
-import { boardFor } from "./game.js";
-import { fetchJson, loadGames } from "./lobby.js";
 import { describeResult } from "./result.js";
-import { subscribeLobby } from "./seeks.js";
-import { $, app } from "./state.js";
+import { registerScreen } from "./router.js";
+import { store } from "./store.js";
+import { $, boardFor, fetchJson, loadGames, playerLabel } from "./util.js";
 
 const EXPORT_LABELS = { pgn: "PGN", pdn: "PDN", json: "JSON" };
 const ANALYSIS_POLL_MS = 1000;
@@ -34,12 +35,7 @@ const page = {
   pollTimer: null,
 };
 
-export async function showGamePage(id) {
-  clearInterval(app.roomsTimer);
-  subscribeLobby(false);
-  $("lobby").hidden = true;
-  $("game").hidden = true;
-  $("replay").hidden = false;
+async function showGamePage(id) {
   clearTimeout(page.pollTimer);
   Object.assign(page, { id, record: null, positions: [], formats: [], ply: 0, analysis: null, pollTimer: null });
   document.title = "Game · kibitz";
@@ -64,6 +60,8 @@ export async function showGamePage(id) {
   renderPage();
   if (page.record.status === "over") loadAnalysis(id, 0);
 }
+
+registerScreen("gamepage", { show: showGamePage });
 
 /** Move to `ply` (0 is the start position), within the game. */
 export function stepTo(ply) {
@@ -93,14 +91,8 @@ export function wireGamePage() {
 // -- words ------------------------------------------------------------------------------------
 
 function sides(record) {
-  const game = app.gamesByName.get(record.game);
+  const game = store.gamesByName.get(record.game);
   return game ? game.players : ["First player", "Second player"];
-}
-
-export function playerLabel(info) {
-  if (!info) return "?";
-  if (info.kind === "ai") return info.name || `AI level ${info.level}`;
-  return info.name || "Anonymous";
 }
 
 /** The result in words: "Black (ann) wins: checkmate.", "Draw: threefold repetition.",
@@ -130,7 +122,7 @@ function clockText(ms) {
 
 function renderPage() {
   const record = page.record;
-  const game = app.gamesByName.get(record.game);
+  const game = store.gamesByName.get(record.game);
   const title = game ? game.title : record.game;
   $("replay-title").textContent = title;
   document.title = `${title} · game ${record.id} · kibitz`;

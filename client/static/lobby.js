@@ -1,69 +1,28 @@
 // The lobby: pick a game and its options, create a room, join or watch one by id or
-// link, the live games and "Your games" (seats kept in this browser).
+// link, the live games and "Seats to resume" (seats kept in this browser). Its panels are
+// the open challenges (seeks.js) and "My games" (mygames.js). It registers itself with
+// the router as the screen "lobby".
 
 import { el } from "./boards/common.js";
 import { timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
-import { joinRoom, openRoom } from "./game.js";
-import { ServerError } from "./protocol.js";
-import { $, app } from "./state.js";
 import { renderMyHistory } from "./mygames.js";
+import { joinRoom, openRoom, registerScreen } from "./router.js";
 import { chosenClock, renderSeeks, subscribeLobby } from "./seeks.js";
 import { player, prefs, seatStore } from "./storage.js";
+import { clearRoomId, selectGame, store } from "./store.js";
+import { $, aiSeatText, fetchJson, levelStrengthText, loadGames, playerName, readOptions } from "./util.js";
 
 const AI_LEVELS = 8;
 const ROOMS_REFRESH_MS = 4000;
+const REFRESH_DEBOUNCE_MS = 300;
 
-export async function fetchJson(path) {
-  const response = await fetch(path, { headers: { Accept: "application/json" } });
-  if (!response.ok) {
-    let body = null;
-    try {
-      body = await response.json();
-    } catch {
-      // not JSON: the status says enough
-    }
-    if (body && body.code) throw new ServerError(body.code, body.message);
-    throw new ServerError("http/error", `${path} answered ${response.status}`);
-  }
-  return response.json();
-}
+let roomsTimer = null; // reads the live games again while the lobby shows
+let refreshTimer = null; // a pushed change of the live games, debounced
 
-/**
- * "about 1400" for a level whose strength was measured on an absolute scale (chess: the
- * catalogue's `levels`, from `kibitz calibrate`), else "". Ratings are rounded to 50.
- */
-export function levelStrengthText(gameName, level) {
-  const game = app.gamesByName.get(gameName);
-  const entry = game && Array.isArray(game.levels) ? game.levels.find((l) => l.level === level) : null;
-  if (!entry || entry.scale !== "absolute" || typeof entry.elo !== "number") return "";
-  return `about ${Math.round(entry.elo / 50) * 50}`;
-}
-
-/** An AI seat's label: its name from the server, with the level's measured strength. */
-export function aiSeatText(gameName, seat) {
-  const name = seat.name || `AI level ${seat.level}`;
-  const strength = levelStrengthText(gameName, seat.level);
-  return strength ? `${name}, ${strength}` : name;
-}
-
-export async function loadGames() {
-  if (app.games.length) return;
-  try {
-    const games = await fetchJson("/api/games");
-    app.games = games;
-    app.gamesByName = new Map(games.map((g) => [g.name, g]));
-  } catch (err) {
-    reportError(err);
-  }
-}
-
-export async function showLobby() {
-  app.room = null;
+async function showLobby() {
+  clearRoomId();
   document.title = "kibitz";
-  $("game").hidden = true;
-  $("replay").hidden = true;
-  $("lobby").hidden = false;
   await loadGames();
   renderGameCards();
   renderSeeks();
@@ -71,30 +30,45 @@ export async function showLobby() {
   renderMyGames();
   renderMyHistory();
   refreshRooms();
-  clearInterval(app.roomsTimer);
-  app.roomsTimer = setInterval(refreshRooms, ROOMS_REFRESH_MS);
+  clearInterval(roomsTimer);
+  roomsTimer = setInterval(refreshRooms, ROOMS_REFRESH_MS);
+}
+
+/** Another screen shows: stop reading the live games and following the lobby. */
+function hideLobby() {
+  clearInterval(roomsTimer);
+  subscribeLobby(false);
+}
+
+registerScreen("lobby", { show: showLobby, hide: hideLobby });
+
+/** A "lobby" message: when the live games changed, read the list again (one source for the list, paged). */
+export function onLiveGames(message) {
+  if (message.games === undefined) return;
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(refreshRooms, REFRESH_DEBOUNCE_MS);
 }
 
 function renderGameCards() {
   const box = document.querySelector(".game-cards");
-  if (!app.games.length) {
+  if (!store.games.length) {
     box.replaceChildren(el("p", { class: "muted" }, ["Loading games…"]));
     return;
   }
-  const wanted = app.selectedGame || prefs.get("game", app.games[0].name);
-  app.selectedGame = app.gamesByName.has(wanted) ? wanted : app.games[0].name;
+  const wanted = store.selectedGame || prefs.get("game", store.games[0].name);
+  selectGame(store.gamesByName.has(wanted) ? wanted : store.games[0].name);
   box.replaceChildren(
-    ...app.games.map((game) =>
+    ...store.games.map((game) =>
       el(
         "button",
         {
           type: "button",
-          class: ["game-card", game.name === app.selectedGame && "selected"],
+          class: ["game-card", game.name === store.selectedGame && "selected"],
           role: "radio",
-          "aria-checked": game.name === app.selectedGame ? "true" : "false",
+          "aria-checked": game.name === store.selectedGame ? "true" : "false",
           testid: `game-${game.name}`,
           onclick: () => {
-            app.selectedGame = game.name;
+            selectGame(game.name);
             prefs.set("game", game.name);
             renderGameCards();
           },
@@ -111,7 +85,7 @@ function renderGameCards() {
 }
 
 function renderCreateForm() {
-  const game = app.gamesByName.get(app.selectedGame);
+  const game = store.gamesByName.get(store.selectedGame);
   const options = $("options");
   options.replaceChildren();
   for (const [name, spec] of Object.entries(game.options || {})) {
@@ -171,28 +145,9 @@ function renderCreateForm() {
   }
 }
 
-export function readOptions() {
-  const game = app.gamesByName.get(app.selectedGame);
-  const options = {};
-  for (const input of $("options").querySelectorAll("[data-option]")) {
-    const name = input.dataset.option;
-    const spec = game.options[name];
-    if (input.type === "checkbox") options[name] = input.checked;
-    else if (typeof spec.default === "number") options[name] = Number(input.value);
-    else options[name] = input.value;
-  }
-  return options;
-}
-
-export function playerName() {
-  const typed = $("game").hidden ? $("name").value : $("join-name").value;
-  const name = typed.trim() || prefs.get("name", "");
-  return name ? name.slice(0, 40) : undefined;
-}
-
-export async function createGame(event) {
+async function createGame(event) {
   event.preventDefault();
-  if (!app.selectedGame) return;
+  if (!store.selectedGame) return;
   const button = document.querySelector("[data-testid=create]");
   const seat = $("seat-choice").value;
   const name = playerName();
@@ -201,7 +156,7 @@ export async function createGame(event) {
   if (name) prefs.set("name", name);
   const message = {
     type: "create",
-    game: app.selectedGame,
+    game: store.selectedGame,
     options: readOptions(),
     opponent: $("opponent").value,
     seat: seat === "random" ? "random" : Number(seat),
@@ -214,9 +169,9 @@ export async function createGame(event) {
   if (position) message.position = position;
   button.disabled = true;
   try {
-    const reply = await app.conn.request(message);
-    seatStore.put(reply.room, { token: reply.token, seat: reply.seat, game: app.selectedGame });
-    openRoom(reply.room, "play", `?room=${encodeURIComponent(reply.room)}`);
+    const reply = await store.conn.request(message);
+    seatStore.put(reply.room, { token: reply.token, seat: reply.seat, game: store.selectedGame });
+    openRoom(reply.room, "play");
   } catch (err) {
     reportError(err);
   } finally {
@@ -238,19 +193,19 @@ function parseRoomInput(text) {
   return value.replace(/^.*[?&](room|watch)=/, "").replace(/[&#].*$/, "");
 }
 
-export async function joinByInput(event) {
+async function joinByInput(event) {
   event.preventDefault();
   const room = parseRoomInput($("join-room").value);
   if (!room) return;
   await joinRoom(room);
 }
 
-export function watchByInput() {
+function watchByInput() {
   const room = parseRoomInput($("join-room").value);
-  if (room) openRoom(room, "watch", `?watch=${encodeURIComponent(room)}`);
+  if (room) openRoom(room, "watch");
 }
 
-export async function refreshRooms() {
+async function refreshRooms() {
   if ($("lobby").hidden) return;
   let rooms;
   try {
@@ -266,7 +221,7 @@ export async function refreshRooms() {
   }
   list.replaceChildren(
     ...rooms.map((room) => {
-      const game = app.gamesByName.get(room.game);
+      const game = store.gamesByName.get(room.game);
       const names = (room.seats || []).map((seat, i) => seatLabel(seat, game ? game.players[i] : `Seat ${i + 1}`, room.game));
       const free = room.status === "waiting" && (room.seats || []).some((seat) => !seat.taken);
       return el("li", { class: "room-item", testid: `room-${room.room}`, dataset: { room: room.room } }, [
@@ -285,7 +240,7 @@ export async function refreshRooms() {
             class: "btn small",
             type: "button",
             testid: `watch-${room.room}`,
-            onclick: () => openRoom(room.room, "watch", `?watch=${encodeURIComponent(room.room)}`),
+            onclick: () => openRoom(room.room, "watch"),
           },
           ["Watch"],
         ),
@@ -315,7 +270,7 @@ function renderMyGames() {
   $("mine-panel").hidden = entries.length === 0;
   $("my-games").replaceChildren(
     ...entries.slice(0, 8).map(([room, entry]) => {
-      const game = app.gamesByName.get(entry.game);
+      const game = store.gamesByName.get(entry.game);
       return el("li", { class: "room-item", testid: `mine-${room}` }, [
         el("span", { class: `game-icon small icon-${entry.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
@@ -324,10 +279,19 @@ function renderMyGames() {
         ]),
         el(
           "button",
-          { class: "btn small", type: "button", testid: `resume-${room}`, onclick: () => openRoom(room, "play", `?room=${encodeURIComponent(room)}`) },
+          { class: "btn small", type: "button", testid: `resume-${room}`, onclick: () => openRoom(room, "play") },
           ["Resume"],
         ),
       ]);
     }),
   );
+}
+
+export function wireLobby() {
+  $("create-form").addEventListener("submit", createGame);
+  $("join-form").addEventListener("submit", joinByInput);
+  $("watch-btn").addEventListener("click", watchByInput);
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && !$("lobby").hidden) refreshRooms();
+  });
 }

@@ -1,11 +1,10 @@
 // "My games" on the lobby: the games this browser's player played, newest first, from
-// GET /api/games?player=<id>, each linking to its game page.
+// GET /api/games?player=<id>, each linking to its game page. A panel of the lobby screen.
 
 import { el } from "./boards/common.js";
-import { playerLabel } from "./gamepage.js";
-import { fetchJson } from "./lobby.js";
-import { $, app } from "./state.js";
 import { player } from "./storage.js";
+import { store } from "./store.js";
+import { $, fetchJson, playerLabel } from "./util.js";
 
 const SHOWN = 20;
 
@@ -34,7 +33,7 @@ export async function renderMyHistory() {
   $("history").replaceChildren(
     ...games.map((record) => {
       const seat = record.players.findIndex((info) => info.player === id);
-      const game = app.gamesByName.get(record.game);
+      const game = store.gamesByName.get(record.game);
       const opponent = record.players[1 - seat];
       const { word, kind } = outcome(record, seat);
       const reason = record.result && record.result.reason ? ` (${record.result.reason})` : "";

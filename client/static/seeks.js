@@ -5,23 +5,21 @@
 // the server then pushes {"type": "lobby", "seeks": [...], "games": [...]} when they
 // change. A seek accepted by someone seats both players at once: the acceptor gets the
 // `seat` reply, the creator a `seat` carrying "seek" (game.js opens the room for both).
+// A panel of the lobby screen (lobby.js); the live games of the same message are lobby.js's.
 
 import { el } from "./boards/common.js";
 import { TIME_CONTROLS, timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
-import { openRoom } from "./game.js";
-import { playerName, readOptions, refreshRooms } from "./lobby.js";
-import { $, app } from "./state.js";
+import { openRoom } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
-
-const REFRESH_DEBOUNCE_MS = 300;
+import { store } from "./store.js";
+import { $, playerName, readOptions } from "./util.js";
 
 const lobby = {
   subscribed: false,
   seeks: [],
   mine: new Set(), // ids of the seeks this page posted
   me: null, // this browser's public player id
-  refreshTimer: null,
 };
 
 player.id().then((id) => (lobby.me = id), () => {});
@@ -30,21 +28,17 @@ player.id().then((id) => (lobby.me = id), () => {});
 export function subscribeLobby(on) {
   if (lobby.subscribed === on) return;
   lobby.subscribed = on;
-  app.conn.request({ type: "lobby", subscribe: on }).catch((err) => {
+  store.conn.request({ type: "lobby", subscribe: on }).catch((err) => {
     // A server without seeks: the lobby still lists the live games from /api/rooms.
     if (err.code !== "message/unknown_type") reportError(err);
   });
 }
 
-export function onLobby(message) {
+/** A "lobby" message: its seeks, when it has them (its live games are lobby.js's). */
+export function onSeeks(message) {
   if (Array.isArray(message.seeks)) {
     lobby.seeks = message.seeks;
     renderSeeks();
-  }
-  if (message.games !== undefined) {
-    // The live games changed: read the list again (one source for the list, paged).
-    clearTimeout(lobby.refreshTimer);
-    lobby.refreshTimer = setTimeout(refreshRooms, REFRESH_DEBOUNCE_MS);
   }
 }
 
@@ -68,7 +62,7 @@ export function renderSeeks() {
   }
   list.replaceChildren(
     ...seeks.map((seek) => {
-      const game = app.gamesByName.get(seek.game);
+      const game = store.gamesByName.get(seek.game);
       const sides = game ? game.players : ["first player", "second player"];
       const colour = seek.seat === 0 || seek.seat === 1 ? `plays ${sides[seek.seat]}` : "random sides";
       const mine = isMine(seek);
@@ -94,15 +88,15 @@ export function chosenClock() {
   return TIME_CONTROLS[choice] || null;
 }
 
-export async function postSeek() {
-  if (!app.selectedGame) return;
+async function postSeek() {
+  if (!store.selectedGame) return;
   const seat = $("seat-choice").value;
   const name = playerName();
   if (name) prefs.set("name", name);
   prefs.set("time", $("time-control").value);
   const message = {
     type: "seek",
-    game: app.selectedGame,
+    game: store.selectedGame,
     options: readOptions(),
     clock: chosenClock(),
     seat: seat === "random" ? "random" : Number(seat),
@@ -112,7 +106,7 @@ export async function postSeek() {
   const button = $("seek-btn");
   button.disabled = true;
   try {
-    const reply = await app.conn.request(message);
+    const reply = await store.conn.request(message);
     const seek = reply.seek;
     if (seek && seek.id !== undefined) {
       lobby.mine.add(seek.id);
@@ -128,7 +122,7 @@ export async function postSeek() {
 
 async function cancelSeek(id) {
   try {
-    await app.conn.request({ type: "unseek", seek: id });
+    await store.conn.request({ type: "unseek", seek: id });
     lobby.mine.delete(id);
     lobby.seeks = lobby.seeks.filter((seek) => seek.id !== id);
     renderSeeks();
@@ -142,17 +136,18 @@ async function acceptSeek(seek) {
   const name = playerName();
   if (name) message.name = name;
   try {
-    const reply = await app.conn.request(message);
+    const reply = await store.conn.request(message);
     seatStore.put(reply.room, { token: reply.token, seat: reply.seat, game: seek.game });
-    openRoom(reply.room, "play", `?room=${encodeURIComponent(reply.room)}`);
+    openRoom(reply.room, "play");
   } catch (err) {
     reportError(err);
   }
 }
 
 export function wireSeeks() {
+  $("seek-btn").addEventListener("click", postSeek);
   // After a reconnection the server has forgotten the subscription (and our seeks).
-  app.conn.addEventListener("open", (event) => {
+  store.conn.addEventListener("open", (event) => {
     if (!event.detail.reconnected || !lobby.subscribed) return;
     lobby.subscribed = false;
     lobby.mine.clear();

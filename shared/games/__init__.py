@@ -12,21 +12,33 @@ from kibitz.shared.games.base import (
     OptionSpec,
     Outcome,
 )
-from kibitz.shared.games.registry import GAME_MODULES, UnknownGameError, available_games, find_game
+from kibitz.shared.games.policy import DEFAULT_POLICY, AnalysisScale, GamePolicy, Notation
+from kibitz.shared.games.registry import (
+    GAME_MODULES,
+    UnknownGameError,
+    available_games,
+    find_game,
+    policy_for,
+)
 
 __all__ = [
+    "DEFAULT_POLICY",
     "GAME_MODULES",
+    "AnalysisScale",
     "Game",
     "GameError",
+    "GamePolicy",
     "GameOverError",
     "IllegalMoveError",
     "InvalidMoveError",
     "InvalidOptionError",
     "InvalidPositionError",
     "MoveFacts",
+    "Notation",
     "OptionSpec",
     "Outcome",
     "UnknownGameError",
     "available_games",
     "find_game",
+    "policy_for",
 ]

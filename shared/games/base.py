@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from kibitz.shared.games.policy import DEFAULT_POLICY, GamePolicy
+
 State = TypeVar("State")
 Move = TypeVar("Move")
 
@@ -158,6 +160,9 @@ class Game(Generic[State, Move]):
     option_specs: tuple[OptionSpec, ...] = ()
     #: Whether the searcher may solve the whole game exactly (tiny game trees).
     small: bool = False
+    #: How the rest of kibitz treats the game (draw margin, analysis, export, engines, bot
+    #: levels): what differs from the defaults; see :mod:`kibitz.shared.games.policy`.
+    policy: GamePolicy = DEFAULT_POLICY
 
     # -- options and positions -------------------------------------------------------
     def normalize_options(self, options: Options | None = None) -> dict[str, OptionValue]:

@@ -40,6 +40,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import AnalysisScale, GamePolicy, Notation
 
 # -- Zobrist keys: the Polyglot array, so ``hash_from_scratch`` is python-chess's
 # ``chess.polyglot.zobrist_hash`` and keys match opening books. ---------------------------
@@ -363,6 +364,21 @@ class Chess(Game[ChessState, chess.Move]):
     name = "chess"
     title = "Chess"
     players = ("White", "Black")
+    #: Scores in centipawns; PGN export; UCI engines (Stockfish...) can play it.
+    policy = GamePolicy(
+        analysis_scale=AnalysisScale("centipawns", 100.0, 50, 100, 300, 1000, 0.004),
+        analysis_time_ms=400,
+        notation=Notation("pgn", "application/x-chess-pgn"),
+        engine_protocol="uci",
+        # Third schedule (with its depths): the first put 400 Elo or more between adjacent
+        # levels 1-6; the second (depths 1, 2, 2, 3, 3, 3, 4; temperatures 0.7, 0.45, 0.3,
+        # 0.2, 0.13, 0.08) measured levels 5 and 6 equal and level 1 600 below level 2.
+        # Measured strength per level: shared/search/strength.py; the runs: docs/search.md
+        # (*Calibration*).
+        level_depths=(1, 2, 2, 2, 3, 4, 5, None),
+        level8_time_ms=2500,
+        level_temperatures=(0.7, 0.7, 0.45, 0.3, 0.2, 0.08, 0.0, 0.0),
+    )
 
     # -- positions ---------------------------------------------------------------------
     def initial(self, options: Options | None = None) -> ChessState:

@@ -67,6 +67,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import AnalysisScale, GamePolicy, Notation
 from kibitz.shared.games.zobrist import zobrist_keys
 
 Square = int  # 1-50, the PDN number
@@ -383,6 +384,11 @@ class Draughts(Game[DraughtsState, DraughtsMove]):
     name = "draughts"
     title = "International draughts"
     players = ("White", "Black")
+    policy = GamePolicy(
+        analysis_scale=AnalysisScale("men", 1.0, 0.3, 0.7, 1.5, 6, 0.9),
+        analysis_time_ms=300,
+        notation=Notation("pdn", "application/x-draughts-pdn"),
+    )
 
     # -- positions ---------------------------------------------------------------------
     def initial(self, options: Options | None = None) -> DraughtsState:

@@ -26,6 +26,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import SMALL_LEVEL_DEPTHS, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
 
 POINTS = "abcde"
@@ -76,6 +77,7 @@ class Kono(Game[KonoState, Move]):
     title = "Kono (Pong Hau K'i)"
     players = ("Black", "White")
     small = True
+    policy = GamePolicy(level_depths=SMALL_LEVEL_DEPTHS)
 
     def initial(self, options: Options | None = None) -> KonoState:
         self.normalize_options(options)

@@ -22,6 +22,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import SMALL_LEVEL_DEPTHS, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
 
 _K = zobrist_keys("matches", 4)
@@ -45,6 +46,8 @@ class Matches(Game[MatchesState, int]):
     title = "Matches (misère Nim)"
     players = ("First", "Second")
     small = True
+    #: An AI accepts a draw only when its score says it is not ahead at all.
+    policy = GamePolicy(draw_margin=0.0, level_depths=SMALL_LEVEL_DEPTHS)
     option_specs = (
         OptionSpec("count", 20, "matches on the table at the start", minimum=1, maximum=1000),
         OptionSpec("variant", "standard", "standard (take 1-3) or double", ("standard", "double")),

@@ -31,6 +31,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import AnalysisScale, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
 
 Square = int  # 0-63, bit index
@@ -199,6 +200,15 @@ class Othello(Game[OthelloState, Move]):
     name = "othello"
     title = "Othello"
     players = ("Black", "White")
+    policy = GamePolicy(
+        draw_margin=2.0,
+        analysis_scale=AnalysisScale("discs", 1.0, 3, 6, 12, 64, 0.12),
+        analysis_time_ms=300,
+        # Levels 1 and 2 (both depth 1) played alike (4.5 / 10): level 2 searches 2 plies
+        # and level 3 keeps depth 2 with less randomness.
+        level_depths=(1, 2, 2, 3, 4, 5, 6, None),
+        level_temperatures=(3.0, 1.5, 0.5, 0.4, 0.2, 0.08, 0.0, 0.0),
+    )
 
     def initial(self, options: Options | None = None) -> OthelloState:
         self.normalize_options(options)

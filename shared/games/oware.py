@@ -33,6 +33,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import AnalysisScale, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
 
 PIT_NAMES = "ABCDEFabcdef"
@@ -120,6 +121,13 @@ class Oware(Game[OwareState, Move]):
     name = "oware"
     title = "Oware (Abapa)"
     players = ("South", "North")
+    policy = GamePolicy(
+        draw_margin=1.0,
+        analysis_scale=AnalysisScale("seeds", 1.0, 1, 2, 4, 24, 0.35),
+        analysis_time_ms=300,
+        level_depths=(1, 2, 3, 4, 5, 6, 8, None),
+        level8_time_ms=1500,
+    )
 
     def initial(self, options: Options | None = None) -> OwareState:
         self.normalize_options(options)

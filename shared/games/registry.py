@@ -1,7 +1,8 @@
 """The registry of games: one entry per game module, looked up by its id.
 
 Adding a game is writing one module that defines ``GAME`` (an instance of
-:class:`~kibitz.shared.games.base.Game`) and adding its id here.
+:class:`~kibitz.shared.games.base.Game`, with its rules and its
+:class:`~kibitz.shared.games.policy.GamePolicy`) and adding its id here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from kibitz.shared.games.base import Game, GameError
+from kibitz.shared.games.policy import DEFAULT_POLICY, GamePolicy
 
 #: Game id -> module (relative to this package) that defines ``GAME``.
 GAME_MODULES: dict[str, str] = {
@@ -48,3 +50,11 @@ def available_games() -> list[Game[Any, Any]]:
         except ModuleNotFoundError:
             continue
     return games
+
+
+def policy_for(name: str) -> GamePolicy:
+    """The policy of the game registered as ``name``; the default policy for a name that
+    is not registered (the server's behaviour for a game it has no entry for)."""
+    if name not in GAME_MODULES:
+        return DEFAULT_POLICY
+    return find_game(name).policy

@@ -17,6 +17,7 @@ from kibitz.shared.games.base import (
     Outcome,
     Player,
 )
+from kibitz.shared.games.policy import SMALL_LEVEL_DEPTHS, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
 
 LINES = (
@@ -44,6 +45,8 @@ class TicTacToe(Game[TicTacToeState, int]):
     title = "Tic-tac-toe"
     players = ("X", "O")
     small = True
+    #: An AI accepts a draw only when its score says it is not ahead at all.
+    policy = GamePolicy(draw_margin=0.0, level_depths=SMALL_LEVEL_DEPTHS)
 
     def initial(self, options: Options | None = None) -> TicTacToeState:
         self.normalize_options(options)

@@ -4,43 +4,22 @@ Weak levels search shallowly and then pick a root move by a softmax over the exa
 scores (temperature in units of the game's "pawn"), so they mostly play sensible moves and
 sometimes human-looking mistakes. Levels 7 and 8 always play the best move found; level 8
 searches on the clock (and solves small games outright).
+
+Each game states its own depths, level-8 time and temperatures on its policy
+(``GamePolicy.level_depths``, ``level8_time_ms``, ``level_temperatures`` in
+``shared/games/policy.py``); a name that is not a registered game gets the defaults.
 """
 
 from __future__ import annotations
 
+from kibitz.shared.games.registry import policy_for
 from kibitz.shared.protocol import Budget
 
 MIN_LEVEL, MAX_LEVEL = 1, 8
 
-#: Games whose whole tree the searcher can solve in well under a second.
-SMALL_GAMES = frozenset({"tictactoe", "matches", "kono"})
-
-#: Depth per level (index 0 = level 1); level 8 is time-bound, so None. Small games and
-#: Othello: level 2 searches 2 plies (at 1, like level 1, the self-play ladder found them
-#: equal: tic-tac-toe 10.5 / 20, Othello 4.5 / 10).
-_DEPTHS: dict[str, tuple[int | None, ...]] = {
-    "small": (1, 2, 2, 3, 3, 4, 6, None),
-    "othello": (1, 2, 2, 3, 4, 5, 6, None),
-    "oware": (1, 2, 3, 4, 5, 6, 8, None),
-    "draughts": (1, 1, 2, 3, 4, 5, 6, None),
-    "chess": (1, 2, 2, 2, 3, 4, 5, None),
-}
-#: Time cap per level in ms (a safety net for the depth-bound levels; the budget of level 8).
-_TIMES = (500, 600, 700, 1000, 1000, 1200, 1500, 2000)
-_LEVEL8_TIME = {"chess": 2500, "othello": 2000, "draughts": 2000, "oware": 1500}
-#: Softmax temperature per level, in evaluation units (0 = always the best move).
-_TEMPERATURES = (3.0, 1.5, 0.8, 0.4, 0.2, 0.08, 0.0, 0.0)
-#: Per-game temperatures where calibration (``kibitz calibrate``) retuned them. Chess, third
-#: schedule (with its depths above): the first put 400 Elo or more between adjacent levels
-#: 1-6; the second (depths 1, 2, 2, 3, 3, 3, 4; temperatures 0.7, 0.45, 0.3, 0.2, 0.13, 0.08)
-#: measured levels 5 and 6 equal and level 1 600 below level 2. Measured strength per level:
-#: ``strength.py``; the runs: docs/search.md (*Calibration*).
-_GAME_TEMPERATURES: dict[str, tuple[float, ...]] = {
-    "chess": (0.7, 0.7, 0.45, 0.3, 0.2, 0.08, 0.0, 0.0),
-    # Othello: levels 1 and 2 (both depth 1) played alike (4.5 / 10); level 2 now searches
-    # 2 plies and level 3 keeps depth 2 with less randomness.
-    "othello": (3.0, 1.5, 0.5, 0.4, 0.2, 0.08, 0.0, 0.0),
-}
+#: Time cap in ms of levels 1-7 (a safety net for their depths); level 8's time is the
+#: game's ``level8_time_ms``.
+_TIMES = (500, 600, 700, 1000, 1000, 1200, 1500)
 
 
 def _check(level: int) -> None:
@@ -51,16 +30,13 @@ def _check(level: int) -> None:
 def budget_for_level(game: str, level: int) -> Budget:
     """The search budget of bot level ``level`` (1 weakest .. 8 strongest) in ``game``."""
     _check(level)
-    kind = "small" if game in SMALL_GAMES else game
-    depth = _DEPTHS.get(kind, _DEPTHS["draughts"])[level - 1]
-    time_ms = _TIMES[level - 1]
-    if level == MAX_LEVEL:
-        time_ms = _LEVEL8_TIME.get(game, 2000)
-    return Budget(depth=depth, time_ms=time_ms, nodes=None)
+    policy = policy_for(game)
+    time_ms = policy.level8_time_ms if level == MAX_LEVEL else _TIMES[level - 1]
+    return Budget(depth=policy.level_depths[level - 1], time_ms=time_ms, nodes=None)
 
 
 def temperature_for_level(level: int, game: str | None = None) -> float:
     """Softmax temperature (in evaluation units) of ``level`` in ``game``; 0 means the
     deterministic best move."""
     _check(level)
-    return _GAME_TEMPERATURES.get(game or "", _TEMPERATURES)[level - 1]
+    return policy_for(game or "").level_temperatures[level - 1]

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kibitz.server import export
-from kibitz.shared.games import find_game
+from kibitz.shared.games import available_games, find_game
 from kibitz.shared.protocol import ProtocolError, check_name
 
 
@@ -254,3 +254,14 @@ def test_formats_per_game_and_refusals() -> None:
         with pytest.raises(export.ExportError) as caught:
             export.export(record, fmt)
         assert caught.value.code == "export/format"
+
+
+def test_every_notation_a_game_names_has_a_writer_and_its_media_type() -> None:
+    named = {g.policy.notation for g in available_games() if g.policy.notation is not None}
+    assert {notation.name for notation in named} <= set(export.WRITERS)
+    for game, fmt, media_type in (
+        ("chess", "pgn", "application/x-chess-pgn"),
+        ("draughts", "pdn", "application/x-draughts-pdn"),
+    ):
+        text, content_type = export.export(played_record(game, 1), fmt)
+        assert content_type == media_type and text == export.WRITERS[fmt](played_record(game, 1))

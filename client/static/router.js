@@ -1,0 +1,93 @@
+// Which screen is on show, and the one way to go from one screen to another.
+//
+// The page holds three screens, each a <section>: the lobby (#lobby, lobby.js), the game
+// screen (#game, game.js) and the game page (#replay, gamepage.js). Each screen module
+// registers itself here with registerScreen(); a screen that leads to another calls a named
+// function of this module (showLobby, openRoom, joinRoom, leaveRoom, showGamePage) and
+// never imports it, so the screens import this module and not each other. route() shows
+// the screen the address asks for: ?game=ID, ?room=ID, ?watch=ID, or nothing (the lobby).
+
+import { seatStore } from "./storage.js";
+
+const SECTIONS = { lobby: "lobby", game: "game", gamepage: "replay" }; // screen -> <section> id
+
+const screens = new Map(); // name -> its handlers
+
+/**
+ * Register screen `name` ("lobby", "game", "gamepage"). `handlers.show(...args)` draws it;
+ * `handlers.hide()`, if any, runs whenever another screen is shown. The game screen also
+ * gives `join(room, seat)` (take a seat) and `leave()` (leave the room on screen).
+ */
+export function registerScreen(name, handlers) {
+  if (!(name in SECTIONS)) throw new Error(`no screen "${name}"`);
+  screens.set(name, handlers);
+}
+
+function screen(name) {
+  const handlers = screens.get(name);
+  if (!handlers) throw new Error(`the screen "${name}" is not registered`);
+  return handlers;
+}
+
+/** Show screen `name` alone: the others are hidden and told so, then it draws itself. */
+function show(name, ...args) {
+  for (const [other, handlers] of screens) {
+    if (other !== name && handlers.hide) handlers.hide();
+  }
+  for (const [other, id] of Object.entries(SECTIONS)) document.getElementById(id).hidden = other !== name;
+  return screen(name).show(...args);
+}
+
+/** Show `search` ("?room=ID", "" for the lobby) in the address bar, as a history entry. */
+export function navigate(search) {
+  const url = `${window.location.pathname}${search}`;
+  if (`${window.location.pathname}${window.location.search}` !== url) {
+    window.history.pushState(null, "", url);
+  }
+}
+
+export function showLobby() {
+  return show("lobby");
+}
+
+/** Show room `room` on the game screen in `mode` ("play", "invite", "watch"), address unchanged. */
+export function enterRoom(room, mode) {
+  return show("game", room, mode);
+}
+
+/** Go to room `room`: "?watch=ID" in the address bar for `mode` "watch", else "?room=ID". */
+export function openRoom(room, mode) {
+  navigate(`?${mode === "watch" ? "watch" : "room"}=${encodeURIComponent(room)}`);
+  enterRoom(room, mode);
+}
+
+/** Take a seat in `room` (the first free one, or `seat`) and play there. */
+export function joinRoom(room, seat = undefined) {
+  return screen("game").join(room, seat);
+}
+
+/** Leave the room on screen; with `toLobby`, go back to the lobby. */
+export function leaveRoom(toLobby = true) {
+  screen("game").leave();
+  if (toLobby) {
+    navigate("");
+    showLobby();
+  }
+}
+
+/** The game page of game `id` (?game=ID). */
+export function showGamePage(id) {
+  return show("gamepage", id);
+}
+
+/** Show the screen the address bar names. */
+export function route() {
+  const params = new URLSearchParams(window.location.search);
+  const room = params.get("room");
+  const watch = params.get("watch");
+  const game = params.get("game");
+  if (game) showGamePage(game);
+  else if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");
+  else if (watch) enterRoom(watch, "watch");
+  else showLobby();
+}
