@@ -585,11 +585,8 @@ async def address_closed(app: web.Application, address: str) -> None:
 async def websocket(request: web.Request) -> web.StreamResponse:
     """``GET /ws`` on a connection aiohttp already serves: a WebSocket upgrade on a
     kept-alive HTTP connection (a fresh connection's upgrade is taken by server/edge.py
-    before aiohttp sees it)."""
-    try:
-        address = await admit(request.app, request.remote, request.headers)
-    except Refusal as refused:
-        return web.json_response(refused.body, status=refused.status)
+    before aiohttp sees it), or a request that is no valid upgrade (answered 400 before
+    anything is counted: only a WebSocket that opens holds one of its address's places)."""
     app = request.app
     ws = web.WebSocketResponse(
         max_msg_size=HARD_FRAME_LIMIT,
@@ -597,14 +594,23 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         compress=app[WS_COMPRESSION_KEY],
         autoping=False,  # pongs are ours to read: they measure the lag (server/lag.py)
     )
+    if not ws.can_prepare(request).ok:  # aiohttp's own 400 says why; nothing counted in
+        await ws.prepare(request)  # raises web.HTTPBadRequest
+    try:
+        address = await admit(app, request.remote, request.headers)
+    except Refusal as refused:
+        return web.json_response(refused.body, status=refused.status)
+    codec: Codec = query.codec(request.query.getall("codec", []))
+    session: Session | None = None
     try:
         await ws.prepare(request)
+        conn = Connection(ws, codec, request.transport)
+        session = open_session(app, conn, address)
     except ConnectionResetError:  # the client gave up before we answered: nothing to do
-        await address_closed(app, address)
         return ws
-    codec: Codec = query.codec(request.query.getall("codec", []))
-    conn = Connection(ws, codec, request.transport)
-    session = open_session(app, conn, address)
+    finally:
+        if session is None:  # refused or gone mid-handshake (any error): counted out again
+            await address_closed(app, address)
     try:
         if app[HUB_KEY].draining:  # upgraded as the node began to shut down: go elsewhere
             await conn.close(WSCloseCode.GOING_AWAY, b"shutting down")

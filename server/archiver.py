@@ -17,7 +17,8 @@ entry whose room is gone (or not over) is acknowledged and logged.
 
 **Sweeping.** Each node also looks, every ``SWEEP_S``, at up to ``SWEEP_BATCH`` lobby
 entries (``kibitz:rooms:live``) older than the shorter of the two lifetimes below,
-oldest first, going on from where it stopped the round before:
+oldest first, going on from where it stopped the round before (every unfinished room,
+timed or not, is in that set, scored by its last change, so every one is visited):
 
 - a room whose keys expired (a waiting room nobody joined, after ``waiting_ttl_ms``)
   is taken off the lobby;
@@ -28,8 +29,11 @@ oldest first, going on from where it stopped the round before:
   ``abandon_after_ms`` (``abandon_ai_after_ms`` in a game against the AI, whose seat is
   never gone). A game with a move ends as abandoned and is archived like any other; one
   that nobody moved in is aborted, and an aborted game is not archived (the commit gives
-  its keys the finished-room lifetime at once). Timed games are left to their clocks
-  (the first-move timeout, flags: deadlines.py);
+  its keys the finished-room lifetime at once). A correspondence game nobody has moved
+  in is aborted the same way when its players are all gone (its first move may take
+  days per move: two connections that leave must not hold a room that long), but not
+  for the idle limits while they are there; other timed games are left to their clocks
+  (the first-move timeout, days per move, flags: deadlines.py);
 - a waiting room older than its lifetime that has no TTL (made before TTLs existed) is
   deleted.
 
@@ -61,7 +65,7 @@ from kibitz.server.archive import Archive, ArchiveError
 from kibitz.server.background import raise_if_stopping
 from kibitz.server.chat import settle_record_chat
 from kibitz.server.records import record_of
-from kibitz.server.room import Room
+from kibitz.server.room import Room, ends_when_left
 from kibitz.server.service import RoomService
 from kibitz.server.store import (
     ARCHIVE,
@@ -262,15 +266,17 @@ class Archiver:
         await self.store.archived(entry.room_id, entry.entry_id, entry.ttl_ms)
 
     async def _end_if_idle(self, room: Room, now: int) -> bool:
-        """End ``room``'s untimed game if nobody plays on: no change for its idle limit,
-        or every human player gone for the gone limit (see the module doc)."""
-        if room.clock is not None:
+        """End ``room``'s game if nobody plays on (see the module doc): an untimed one
+        with no change for its idle limit, or (untimed, or correspondence nobody has moved
+        in) with every human player gone for the gone limit."""
+        if not ends_when_left(room):
             return False  # its clock ends it
         idle = now - room.updated_ms
-        limit = self.lifetimes.idle_limit_ms(room)
-        if idle >= limit and await self.service.abandon_if_idle(room.id, limit):
-            log.info("room %s ended after %d ms without a change", room.id, idle)
-            return True
+        if room.clock is None:  # a correspondence first move may take its days
+            limit = self.lifetimes.idle_limit_ms(room)
+            if idle >= limit and await self.service.abandon_if_idle(room.id, limit):
+                log.info("room %s ended after %d ms without a change", room.id, idle)
+                return True
         gone_limit = self.lifetimes.gone_limit_ms(room)
         if idle < gone_limit:
             return False  # a change since: somebody was there

@@ -1,6 +1,7 @@
 """Room chat: a players' channel and a spectators' channel per room.
 
-A line is checked here (text only: 1-300 characters, no control characters; at most
+A line is checked here (text only: 1-300 characters, the name rule's characters
+(shared/protocol.py ``refused_character``, ``has_visible``); at most
 ``RATE_LINES`` lines per ``RATE_WINDOW_S`` per connection), then one Lua script appends
 it to the channel's capped list in Redis (the last ``KEPT`` lines, with the room's
 lifetime) and publishes it on the room's pub/sub channel, in one atomic step, so every
@@ -30,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import unicodedata
 from typing import Any, Literal
 
 import redis.asyncio as aioredis
@@ -38,7 +38,7 @@ import redis.asyncio as aioredis
 from kibitz.server.room import Room, seat_for_token
 from kibitz.server.store import ARCHIVE, PREFIX, channel, room_key
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import MAX_CHAT, ProtocolError
+from kibitz.shared.protocol import MAX_CHAT, ProtocolError, has_visible, refused_character
 
 Channel = Literal["players", "spectators"]
 CHANNELS: tuple[Channel, ...] = ("players", "spectators")
@@ -48,10 +48,6 @@ RATE_WINDOW_S = 10.0  # ...in this many seconds
 #: How long a queued re-archiving of a finished room's chat is marked (a bound: the
 #: archiver deletes the mark when it reads the entry, normally within a second).
 REARCHIVE_MARK_MS = 60_000
-#: Characters refused in a line besides the control characters (Unicode category Cc):
-#: line and paragraph separators, and the bidirectional overrides that can make a line
-#: read as something else.
-REFUSED = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def chat_key(room_id: str, which: Channel) -> str:
@@ -65,19 +61,19 @@ def rearchive_key(room_id: str) -> str:
 
 def check_text(text: str) -> str:
     """``text`` if it is an acceptable chat line, else ProtocolError ``chat/invalid``."""
-    if not text.strip():
-        raise ProtocolError("chat/invalid", "a chat line needs some text")
     if len(text) > MAX_CHAT:
         raise ProtocolError(
             "chat/invalid", f"a chat line has at most {MAX_CHAT} characters, not {len(text)}"
         )
-    for char in text:
-        if unicodedata.category(char) == "Cc" or char in REFUSED:
-            raise ProtocolError(
-                "chat/invalid",
-                f"chat lines are plain text on one line: character U+{ord(char):04X} "
-                "is not allowed",
-            )
+    char = refused_character(text)  # the rule of names (shared/protocol.py)
+    if char is not None:
+        raise ProtocolError(
+            "chat/invalid",
+            f"chat lines are plain text on one line: character U+{ord(char):04X} "
+            "is not allowed",
+        )
+    if not has_visible(text):
+        raise ProtocolError("chat/invalid", "a chat line needs some visible text")
     return text
 
 

@@ -241,16 +241,24 @@ def view(clock: Clock | None, now_ms: int) -> dict[str, Any] | None:
 def flag_result(
     players: tuple[str, str] | list[str], loser: int, winner_can_win: bool
 ) -> dict[str, Any]:
-    """The result of ``loser``'s flag falling."""
+    """The result of ``loser``'s flag falling (as :func:`kibitz.server.room.result_of`)."""
     name, other = players[loser], players[1 - loser]
     if winner_can_win:
-        return {"winner": 1 - loser, "reason": f"{name} ran out of time"}
-    return {"winner": None, "reason": f"draw: {name} ran out of time and {other} cannot win"}
+        return {"winner": 1 - loser, "reason": f"{name} ran out of time", "termination": "time"}
+    return {
+        "winner": None,
+        "reason": f"draw: {name} ran out of time and {other} cannot win",
+        "termination": "time",
+    }
 
 
 def first_move_abort_result(players: tuple[str, str] | list[str], late: int) -> dict[str, Any]:
     """The result of a game aborted because ``late`` did not make its first move in time."""
-    return {"winner": None, "reason": f"aborted: {players[late]} did not move in time"}
+    return {
+        "winner": None,
+        "reason": f"aborted: {players[late]} did not move in time",
+        "termination": "abort",
+    }
 
 
 def ai_think_ms(clock: Clock | None, seat: int, level_ms: int | None) -> int | None:

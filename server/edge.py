@@ -20,10 +20,15 @@ silent for KEEPALIVE_S is pinged, and dropped if still silent KEEPALIVE_S / 2 la
 
 What the edge refuses before any handshake or HTTP parsing:
 
-- a TCP connection from an address that already has ``max_sockets_per_address`` open on
-  this node (WebSockets and HTTP alike) is closed as it is accepted; a trusted proxy's
-  address is not capped this way (it carries many clients; the per-address WebSocket
-  limit counts them by ``X-Forwarded-For``, server/limits.py);
+- a TCP connection from an address (an IPv6 address's /64) that already has
+  ``max_sockets_per_address`` open on this node (WebSockets and HTTP alike) is closed as
+  it is accepted; a trusted proxy's address is not capped this way (it carries many
+  clients; the per-address WebSocket limit counts them by ``X-Forwarded-For``,
+  server/limits.py);
+- so is any connection once the node holds its cap of client connections (the soft
+  open-files limit less FD_RESERVE, kept for Redis, the database and the rest), and one
+  from an address holding LIGHT_SOCKETS or more once the node is within the last eighth
+  of that cap: the node runs out of neither descriptors nor room for other clients;
 - a request head not complete within the head timeout is cut off (aiohttp's keep-alive
   timeout, set to the same value by ``kibitz serve``, bounds every later head on a
   kept-alive connection);
@@ -39,6 +44,7 @@ import http
 import ipaddress
 import logging
 import re
+import resource
 import time
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
@@ -54,6 +60,7 @@ from websockets.server import ServerProtocol
 
 from kibitz.server import app as server_app
 from kibitz.server.hub import CLOSE_SLOW, MAX_QUEUED_BYTES, SLOW_CLOSE_GRACE_S, Connection
+from kibitz.server.limits import address_group
 from kibitz.shared import fastjson
 from kibitz.shared.protocol import Codec, error_message
 
@@ -72,6 +79,15 @@ HEAD_TIMEOUT_S = 30.0
 #: Open TCP connections per client address on a node, past the per-address WebSocket
 #: limit (``--max-connections-per-address``): room for a browser's HTTP connections.
 SOCKETS_OVER_CONNECTIONS = 64
+#: File descriptors a node keeps besides its client sockets (Redis, the database, logs,
+#: its listening socket, local workers' pipes): the open-files limit less this is the
+#: node's cap on open client sockets (and the fixed part of ``kibitz serve``'s budget).
+FD_RESERVE = 256
+#: Closed sockets are looked for in the node's count at most this often when it is full.
+PRUNE_S = 0.5
+#: An address group holding fewer open sockets than this may use the last eighth of the
+#: node's socket cap, kept from the others (:meth:`Edge.accept`).
+LIGHT_SOCKETS = 16
 #: At most one warning this often about sockets refused at accept.
 REFUSAL_LOG_S = 60.0
 #: A connection silent this long is pinged; silent half as long again, it is dropped.
@@ -92,6 +108,15 @@ def canonical_address(text: str) -> str:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return text
+
+
+def open_socket_cap(reserve: int = FD_RESERVE) -> int:
+    """The node's cap on open client sockets: the soft open-files limit less ``reserve``
+    (but at least half the limit); 0 (no cap) when the limit is unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 0
+    return max(soft - reserve, soft // 2)
 
 
 def head_too_large(head: bytes | bytearray) -> bool:
@@ -138,10 +163,13 @@ class Edge:
         http: web.Server,
         max_sockets_per_address: int | None = None,
         head_timeout: float = HEAD_TIMEOUT_S,
+        max_open_sockets: int | None = None,
     ) -> None:
-        """``max_sockets_per_address``: open TCP connections per client address on this
-        node (None: the per-address WebSocket limit + SOCKETS_OVER_CONNECTIONS; 0: no
-        cap); ``head_timeout``: seconds for a connection's first request head."""
+        """``max_sockets_per_address``: open TCP connections per client address (an IPv6
+        address's /64) on this node (None: the per-address WebSocket limit +
+        SOCKETS_OVER_CONNECTIONS; 0: no cap); ``head_timeout``: seconds for a
+        connection's first request head; ``max_open_sockets``: open client connections
+        on this node in all (None: :func:`open_socket_cap`; 0: no cap)."""
         self.app = app
         self.http = http
         self.hub = app[server_app.HUB_KEY]
@@ -152,7 +180,10 @@ class Edge:
         self.max_sockets = max_sockets_per_address
         self.uncapped = frozenset(map(canonical_address, limits.trusted_proxies))
         self.head_timeout = head_timeout
-        self.peers: dict[str, set[asyncio.BaseTransport]] = {}  # address -> its open sockets
+        self.max_open = open_socket_cap() if max_open_sockets is None else max_open_sockets
+        self.open: set[asyncio.BaseTransport] = set()  # every open client socket
+        self._pruned = -PRUNE_S
+        self.peers: dict[str, set[asyncio.BaseTransport]] = {}  # address group -> its sockets
         self.refused = 0  # sockets closed at accept since the last warning
         self._refusal_logged = -REFUSAL_LOG_S
         self.sockets: set[EdgeSocket] = set()  # open WebSockets
@@ -179,40 +210,69 @@ class Edge:
             await asyncio.wait(self.teardowns, timeout=TEARDOWN_S)
 
     def accept(self, peer: str | None, transport: asyncio.BaseTransport) -> bool:
-        """Count a new TCP connection in for its address; False if the address already has
-        its cap of open connections on this node (the caller closes it at once)."""
-        if peer is None or self.max_sockets <= 0 or peer in self.uncapped:
-            return True
-        open_now = self.peers.setdefault(peer, set())
-        if len(open_now) >= self.max_sockets:
+        """Count a new TCP connection in, for the node and for its address group
+        (:func:`address_group`); False (the caller closes it at once) if the group already
+        has its cap of open connections on this node, or the node is full: at its cap of
+        open client connections, or within its last eighth of them, which is kept for
+        addresses holding fewer than LIGHT_SOCKETS (so that a few busy addresses cannot
+        shut everyone else out)."""
+        group = address_group(peer) if peer is not None else ""
+        open_now = self.peers.setdefault(group, set())
+        capped = peer is not None and self.max_sockets > 0 and peer not in self.uncapped
+        if capped and len(open_now) >= self.max_sockets:
             # Connections aiohttp served and closed are not told to us: forget them now.
-            open_now.difference_update([t for t in open_now if t.is_closing()])
+            _forget(open_now)
             if len(open_now) >= self.max_sockets:
-                self._log_refusal(peer)
+                self._log_refusal(f"{group} has {self.max_sockets} open")
                 return False
+        if not self._node_has_room(open_now, light=not capped):
+            self._log_refusal(
+                f"the node has {len(self.open)} open, of {self.max_open} (its open-files "
+                f"limit less {FD_RESERVE} kept in reserve); {group} has {len(open_now)}"
+            )
+            return False
         open_now.add(transport)
+        self.open.add(transport)
         return True
+
+    def _node_has_room(self, open_now: set[asyncio.BaseTransport], light: bool) -> bool:
+        """Whether the node takes one more connection from an address group holding
+        ``open_now`` (``light``: one that may use the reserved last eighth regardless)."""
+        if self.max_open <= 0:
+            return True
+        if len(self.open) >= self.max_open - self.max_open // 8:
+            now = time.monotonic()  # crowded: forget what has closed (every PRUNE_S)
+            if now - self._pruned >= PRUNE_S:
+                self._pruned = now
+                _forget(self.open)
+            _forget(open_now)
+        if len(self.open) >= self.max_open:
+            return False
+        busy = len(open_now) >= LIGHT_SOCKETS and not light
+        return not busy or len(self.open) < self.max_open - self.max_open // 8
 
     def release(self, peer: str | None, transport: asyncio.BaseTransport) -> None:
         """A connection counted by :meth:`accept` is closed."""
-        open_now = self.peers.get(peer) if peer is not None else None
+        self.open.discard(transport)
+        group = address_group(peer) if peer is not None else ""
+        open_now = self.peers.get(group)
         if open_now is not None:
             open_now.discard(transport)
             if not open_now:
-                del self.peers[peer]  # type: ignore[arg-type]
+                del self.peers[group]
 
     def _forget_closed(self) -> None:
-        for peer, open_now in list(self.peers.items()):
-            open_now.difference_update([t for t in open_now if t.is_closing()])
+        _forget(self.open)
+        for group, open_now in list(self.peers.items()):
+            _forget(open_now)
             if not open_now:
-                del self.peers[peer]
+                del self.peers[group]
 
-    def _log_refusal(self, peer: str) -> None:
+    def _log_refusal(self, why: str) -> None:
         self.refused += 1
         now = time.monotonic()
         if now - self._refusal_logged >= REFUSAL_LOG_S:
-            log.warning("closing TCP connections at accept: %s has %d open (%d refused)",
-                        peer, self.max_sockets, self.refused)  # fmt: skip
+            log.warning("closing TCP connections at accept: %s (%d refused)", why, self.refused)
             self._refusal_logged, self.refused = now, 0
 
     async def keepalive(self) -> None:
@@ -228,6 +288,12 @@ class Edge:
                 elif silent > KEEPALIVE_S and not socket.pinged:
                     socket.pinged = True
                     socket.send_ping(b"")
+
+
+def _forget(transports: set[asyncio.BaseTransport]) -> None:
+    """Drop the closed connections from a count (aiohttp does not tell us of those it
+    served and closed)."""
+    transports.difference_update([t for t in transports if t.is_closing()])
 
 
 class EdgeSocket(asyncio.Protocol):
@@ -461,9 +527,26 @@ class EdgeSocket(asyncio.Protocol):
             log.exception("could not admit a WebSocket; dropping it")
             transport.abort()
             return
-        if transport.is_closing():  # gone while we checked
-            await server_app.address_closed(app, address)
+        opened = False
+        try:
+            if not transport.is_closing():  # (it may have gone while we checked)
+                self._answer(request, response, address)
+                opened = True
+        finally:
+            if not opened:  # gone, or any error: counted out again
+                await server_app.address_closed(app, address)
+        if not opened or self.conn is None:
             return
+        if self.edge.hub.draining:  # upgraded as the node began to shut down
+            await self.conn.close(1001, b"shutting down")
+            return
+        if self.inbox and self.worker is None:  # sent before the answer: handled now
+            self.worker = asyncio.create_task(self._work())
+
+    def _answer(self, request: Request, response: Response, address: str) -> None:
+        """The handshake's 101, and the session opened for ``address``."""
+        ws, transport = self.ws, self.transport
+        assert ws is not None and transport is not None
         ws.send_response(response)
         self._flush()
         query = parse_qs(urlsplit(request.path).query)
@@ -473,15 +556,10 @@ class EdgeSocket(asyncio.Protocol):
         # cookies, as much again as the rest of an idle connection's cost).
         request.headers.clear()
         self.conn = Connection(self, codec, transport)
-        self.session = server_app.open_session(app, self.conn, address)
+        self.session = server_app.open_session(self.edge.app, self.conn, address)
         self.edge.sockets.add(self)
         # As aiohttp logs the HTTP requests it serves (its access log).
         log.info('%s "GET %s" 101 WebSocket (%s)', address, request.path, codec)
-        if self.edge.hub.draining:  # upgraded as the node began to shut down
-            await self.conn.close(1001, b"shutting down")
-            return
-        if self.inbox and self.worker is None:  # sent before the answer: handled now
-            self.worker = asyncio.create_task(self._work())
 
     def _refuse(self, status: int, body: dict[str, Any]) -> None:
         assert self.ws is not None

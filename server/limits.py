@@ -10,10 +10,15 @@ Keys (``kibitz:`` prefix):
 - ``addr:{address}:conns``   hash: node -> open WebSocket connections from that address on
                              that node; only live nodes (heartbeat keys) count, so a node
                              that dies does not hold its clients' places for ever
-- ``addr:{address}:creates:{minute}``  counter of rooms created in that minute (TTL 2 min)
+- ``addr:{address}:creates``  sorted set: one member per room counted, scored by when
+                             (Redis time, ms); members older than a minute are dropped
+                             as it is counted, so it holds at most the budget, and the key
+                             expires a minute after the last room
 
 **The room budget.** Every room a client causes costs its address one of
-``creates_per_minute`` a minute, through :meth:`AddressLimiter.count_create`: a ``create``,
+``creates_per_minute`` in any 60 seconds (a sliding minute, not a clock minute: rooms made
+just before and just after a minute boundary count together), through
+:meth:`AddressLimiter.count_create`: a ``create``,
 a seek posted (a room offered: its poster pays when posting), an accepted seek (the
 acceptor pays), an agreed rematch (the room's owner, the address that made the first room
 of the series, pays). Past the budget the request is refused (``rate/limited``) and
@@ -24,7 +29,7 @@ back with :meth:`AddressLimiter.refund_create`.
 from __future__ import annotations
 
 import ipaddress
-import time
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -60,7 +65,8 @@ class LimitExceeded(Exception):
 def client_address(
     remote: str | None, headers: Mapping[str, str], trusted_proxies: frozenset[str]
 ) -> str:
-    """The client's address: the peer, or, behind a trusted proxy, the address it saw.
+    """The client's address as the per-address limits count it (:func:`address_group`):
+    the peer, or, behind a trusted proxy, the address it saw.
 
     Only the last hop of ``X-Forwarded-For`` is used: that is the one our own proxy
     appended; anything before it came from the client and can be forged.
@@ -71,10 +77,25 @@ def client_address(
         last = forwarded.rsplit(",", 1)[-1].strip()
         if last:
             try:
-                return str(ipaddress.ip_address(last))
+                return address_group(str(ipaddress.ip_address(last)))
             except ValueError:
                 pass
-    return peer
+    return address_group(peer)
+
+
+def address_group(address: str) -> str:
+    """What a client address is counted as by the per-address limits: an IPv6 address as
+    its /64 (``2001:db8:1:2::/64``: one subscriber's network, in which a host picks new
+    addresses at will), an IPv4-mapped one as its IPv4 address, anything else as is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return address
 
 
 def origin_allowed(
@@ -136,6 +157,13 @@ def conns_key(address: str) -> str:
     return f"{PREFIX}addr:{address}:conns"
 
 
+def creates_key(address: str) -> str:
+    return f"{PREFIX}addr:{address}:creates"
+
+
+_HANDLE_SEP = " "  # between the key and the member in count_create's answer
+
+
 # KEYS: the address's connection hash; ARGV: node, limit, node key prefix, ttl seconds.
 # Counts this connection in, then totals the live nodes' counts (dropping dead nodes'
 # fields); over the limit it counts the connection out again and returns -total.
@@ -169,25 +197,28 @@ end
 return 1
 """
 
-# KEYS: one minute's room counter of an address; ARGV: TTL s, limit. Counts one more
-# room unless the minute's budget is spent (then counts nothing and returns -count).
+# KEYS: the address's room log; ARGV: window ms, limit, member. Drops the rooms counted
+# before the window, then counts this one (now, by Redis's clock, the same for every
+# node) unless the window's budget is spent (then counts nothing and returns -count).
 _COUNT_CREATE = """
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
 if count >= tonumber(ARGV[2]) then return -count end
-count = redis.call('INCR', KEYS[1])
-if count == 1 then
-  redis.call('EXPIRE', KEYS[1], ARGV[1])
-end
-return count
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], window)
+return count + 1
 """
 
-# KEYS: the counter a room was counted in. Gives that room back (never below zero).
+# KEYS: the address's room log; ARGV: the member of the room given back (gone already:
+# nothing happens, so a second refund of one room gives back nothing).
 _REFUND_CREATE = """
-if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
-return 1
+return redis.call('ZREM', KEYS[1], ARGV[1])
 """
 
-CREATES_TTL_S = 120  # a minute's counter outlives its minute
+CREATES_WINDOW_MS = 60_000  # the budget is per this span, sliding
 
 CONNS_TTL_S = 86_400  # a key nobody touches for a day is gone even if a node miscounted
 
@@ -223,17 +254,22 @@ class AddressLimiter:
 
     async def count_create(self, address: str) -> str:
         """Count a room that ``address`` causes (see the module doc: every way a room is
-        made comes through here); LimitExceeded ``rate/limited`` past the per-minute
-        budget, and then nothing is counted. Returns the counter's key, for
-        :meth:`refund_create`."""
-        key = f"{PREFIX}addr:{address}:creates:{int(time.time() // 60)}"
+        made comes through here); LimitExceeded ``rate/limited`` past the budget of the
+        last minute, and then nothing is counted. Returns the count's handle (opaque),
+        for :meth:`refund_create`."""
+        key = creates_key(address)
+        member = secrets.token_hex(8)
         limit = self.limits.creates_per_minute
-        count = int(await self._count_create(keys=[key], args=[CREATES_TTL_S, limit]))
+        count = int(
+            await self._count_create(keys=[key], args=[CREATES_WINDOW_MS, limit, member])
+        )
         if count < 0:
             raise LimitExceeded("rate/limited", f"at most {limit} new rooms a minute per address")
-        return key
+        return f"{key}{_HANDLE_SEP}{member}"
 
-    async def refund_create(self, key: str) -> None:
-        """Give back a room counted by :meth:`count_create` (``key``, its answer) that
-        was not made after all."""
-        await self._refund_create(keys=[key])
+    async def refund_create(self, counted: str) -> None:
+        """Give back a room counted by :meth:`count_create` (``counted``, its answer) that
+        was not made after all; once only (a second refund of it gives back nothing)."""
+        key, _, member = counted.rpartition(_HANDLE_SEP)
+        if key:
+            await self._refund_create(keys=[key], args=[member])

@@ -7,11 +7,15 @@ API serves. Pure: a room record and its event stream in, a plain dict out.
  "time_control": None | {"initial_ms", "increment_ms"} | {"days_per_move"},
  "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": [a, b] | None,
             "pv": [...]}, ...],                       # pv: see below
- "result": {"winner": 0 | 1 | None, "reason": str} | None,
+ "result": {"winner": 0 | 1 | None, "reason": str, "termination": str} | None,
  "status": "waiting" | "playing" | "over",
  "started_ms", "ended_ms" (None until over),
  "chat": [{"channel": "players" | "spectators", "id", "seat", "name", "text", "at"}, ...]}
 ```
+
+``result.termination``: why the game ended, one code of
+:data:`kibitz.shared.games.TERMINATIONS` (``reason`` says it in words); absent in records
+archived before it was kept (those rows are read as they are, never rewritten).
 
 ``chat``: both channels' kept lines (the last 100 of each), in the order they were said,
 as :func:`kibitz.server.chat.record_chat` reads them; the spectators' channel is public to

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from kibitz.server import clocks
-from kibitz.shared.games import Game, GameError, find_game
+from kibitz.shared.games import Game, GameError, Outcome, Termination, find_game
 from kibitz.shared.protocol import SEARCHER_ENGINE, Budget, Job, ProtocolError
 
 Status = Literal["waiting", "playing", "over"]
@@ -69,7 +69,9 @@ class Room:
     seats: list[Seat]
     moves: list[MoveRecord] = field(default_factory=list)
     status: Status = "waiting"
-    result: dict[str, Any] | None = None  # {"winner": 0|1|None, "reason": str}
+    #: {"winner": 0|1|None, "reason": str, "termination": code} (see :func:`result_of`);
+    #: "termination" is absent in a room whose game ended before terminations existed.
+    result: dict[str, Any] | None = None
     version: int = 0
     created_ms: int = 0
     updated_ms: int = 0
@@ -200,14 +202,27 @@ def replay(room: Room) -> Any:
     return state
 
 
+def result_of(winner: int | None, reason: str, termination: Termination) -> dict[str, Any]:
+    """A room's ``result``: the winner (None for a draw or no game), the reason in words
+    and the termination code (one of :data:`kibitz.shared.games.TERMINATIONS`), in this
+    key order (it is the order on the wire)."""
+    return {"winner": winner, "reason": reason, "termination": termination}
+
+
+def _outcome_result(outcome: Outcome) -> dict[str, Any]:
+    if outcome.termination is None:
+        raise ValueError(f"the game's outcome {outcome.reason!r} has no termination")
+    return result_of(outcome.winner, outcome.reason, outcome.termination)
+
+
 def _finish_if_over(room: Room, game: Game[Any, Any], state: Any) -> Room:
     outcome = game.outcome(state)
     if outcome is None and len(room.moves) >= MAX_MOVES:
         room.status = "over"
-        room.result = {"winner": None, "reason": f"{MAX_MOVES} moves played"}
+        room.result = result_of(None, f"{MAX_MOVES} moves played", "move-limit")
     elif outcome is not None:
         room.status = "over"
-        room.result = {"winner": outcome.winner, "reason": outcome.reason}
+        room.result = _outcome_result(outcome)
     return room
 
 
@@ -406,7 +421,7 @@ def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
     game = find_game(room.game)
     new = _next(room, now_ms)
     new.status = "over"
-    new.result = {"winner": 1 - seat, "reason": f"{game.players[seat]} resigned"}
+    new.result = result_of(1 - seat, f"{game.players[seat]} resigned", "resignation")
     _clear_game_offers(new)
     return new, Event("resign", seat)
 
@@ -422,7 +437,7 @@ def abandon(room: Room, now_ms: int, state: Any = None) -> tuple[Room, Event]:
     new.status = "over"
     _clear_game_offers(new)
     if room.moves:
-        new.result = {"winner": None, "reason": "abandoned"}
+        new.result = result_of(None, "abandoned", "abandon")
         return new, Event("over")
     game = find_game(room.game)
     late = game.to_move(replay(room) if state is None else state)
@@ -434,8 +449,12 @@ def is_aborted(room: Room) -> bool:
     """Whether ``room``'s game was called off before it really started: an ``abort``, a
     first move not made in time, or a game nobody moved in lapsing. Such a game is not
     written to the archive (its room leaves Redis after the finished-room lifetime)."""
-    reason = room.result.get("reason") if room.result else None
-    return room.status == "over" and isinstance(reason, str) and reason.startswith("aborted")
+    if room.status != "over" or not room.result:
+        return False
+    if "termination" in room.result:
+        return bool(room.result["termination"] == "abort")
+    reason = room.result.get("reason")  # a room that ended before terminations existed
+    return isinstance(reason, str) and reason.startswith("aborted")
 
 
 # -- player actions: offers, abort, claim, rematch ---------------------------------------------
@@ -453,6 +472,16 @@ CLAIM_AFTER_UNTIMED_MS = 120_000
 def is_timed(room: Room) -> bool:
     """Whether the room has a time control."""
     return room.clock is not None
+
+
+def ends_when_left(room: Room) -> bool:
+    """Whether the sweep may end ``room``'s game when nobody plays on (see
+    :mod:`kibitz.server.archiver`): an untimed game, or a correspondence game nobody has
+    moved in (its first move may take days: players who have all left must not hold a room
+    that long). Other timed games are ended by their clocks."""
+    if room.clock is None:
+        return True
+    return clocks.is_correspondence(room.clock) and not room.moves
 
 
 def claim_after_ms(room: Room, override: int | None = None) -> int:
@@ -483,9 +512,9 @@ def _clear_game_offers(room: Room) -> None:
     room.offers.pop("takeback", None)
 
 
-def _end(room: Room, winner: int | None, reason: str) -> None:
+def _end(room: Room, winner: int | None, reason: str, termination: Termination) -> None:
     room.status = "over"
-    room.result = {"winner": winner, "reason": reason}
+    room.result = result_of(winner, reason, termination)
     _clear_game_offers(room)
 
 
@@ -573,7 +602,7 @@ def _agree(
     new = _next(room, now_ms)
     new.offers.pop(kind, None)
     if kind == "draw":
-        _end(new, None, "draw agreed")
+        _end(new, None, "draw agreed", "agreement")
         return new, Event("draw", accepter), state
     if kind == "takeback":
         undone = takeback_plies(room, offerer)
@@ -597,7 +626,7 @@ def abort(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
             f"both sides have moved in room {room.id}: resign, or offer a draw, instead",
         )
     new = _next(room, now_ms)
-    _end(new, None, "aborted")
+    _end(new, None, "aborted", "abort")
     return new, Event("abort", seat)
 
 
@@ -630,9 +659,9 @@ def claim(
     name = game.players[other]
     new = _next(room, now_ms)
     if result == "win":
-        _end(new, seat, f"{name} left the game")
+        _end(new, seat, f"{name} left the game", "claim")
     else:
-        _end(new, None, f"draw: {name} left the game")
+        _end(new, None, f"draw: {name} left the game", "claim")
     return new, Event("claim", seat)
 
 

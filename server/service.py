@@ -428,7 +428,8 @@ class RoomService:
         raise RoomError("room/busy", f"room {msg.room} is changing too fast; try again")
 
     async def abandon_if_idle(self, room_id: str, idle_ms: int, version: int | None = None) -> bool:
-        """End an untimed playing game untouched for ``idle_ms`` (versioned, like any
+        """End an untimed playing game (or a correspondence game nobody has moved in:
+        :func:`rooms.ends_when_left`) untouched for ``idle_ms`` (versioned, like any
         command): abandoned, or aborted if nobody has moved (see :func:`rooms.abandon`).
         ``version``: only if the room is still at that version (what it was judged on,
         such as its players' presence, was read there). False if it is not (any more)
@@ -437,7 +438,7 @@ class RoomService:
         def decide(room: Room) -> Decision:
             if room.status != "playing" or now_ms() - room.updated_ms < idle_ms:
                 raise RoomError("room/active", f"room {room.id} is not an idle game")
-            if room.clock is not None:  # its clock ends it (correspondence: days per move)
+            if not rooms.ends_when_left(room):  # its clock ends it
                 raise RoomError("room/active", f"room {room.id} is timed")
             if version is not None and room.version != version:
                 raise RoomError("room/active", f"room {room.id} moved on")

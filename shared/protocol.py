@@ -139,21 +139,44 @@ def _text(
 
 
 #: Characters refused in names and chat lines besides the control characters (Unicode
-#: category Cc): line and paragraph separators, and the bidirectional embeddings,
-#: overrides and isolates that can make the text around them read as something else.
+#: category Cc) and the format characters (Cf): line and paragraph separators, and the
+#: bidirectional embeddings, overrides and isolates that can make the text around them
+#: read as something else (these last are Cf too: listed for the reader).
 REFUSED_CHARACTERS = frozenset(
     "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+#: The format characters (Cf) allowed: ZWNJ U+200C (Persian and Indic scripts need it)
+#: and ZWJ U+200D (emoji sequences). Every other one is refused: invisible marks (RLM,
+#: ALM, ZWSP, BOM, word joiner, soft hyphen, tag characters...) make look-alike names.
+ALLOWED_FORMAT = frozenset("\u200c\u200d")
+#: Letters that show as blank space (Hangul fillers, the blank Braille pattern): allowed
+#: in text, but they do not make it visible (see :func:`has_visible`).
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 def refused_character(text: str) -> str | None:
     """The first character of ``text`` that plain text on one line may not hold (a
-    control character or one of REFUSED_CHARACTERS), or None. The rule of chat lines and
-    of display names."""
+    control character, a format character other than ZWJ and ZWNJ, or one of
+    REFUSED_CHARACTERS), or None. The rule of chat lines and of display names."""
     for char in text:
-        if char in REFUSED_CHARACTERS or unicodedata.category(char) == "Cc":
+        if char in REFUSED_CHARACTERS:
+            return char
+        category = unicodedata.category(char)
+        if category == "Cc" or (category == "Cf" and char not in ALLOWED_FORMAT):
             return char
     return None
+
+
+def has_visible(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not whitespace, not a format
+    character, not a blank letter (BLANK_LETTERS), not a combining mark (which shows only
+    on another character). A name or chat line needs one."""
+    for char in text:
+        category = unicodedata.category(char)
+        shows = category[0] not in "ZM" and category not in ("Cc", "Cf")
+        if shows and char not in BLANK_LETTERS and not char.isspace():
+            return True
+    return False
 
 
 def check_name(value: object, name: str = "name") -> str | None:
@@ -177,6 +200,8 @@ def check_name(value: object, name: str = "name") -> str | None:
             "message/invalid",
             f"field {name!r} must hold 1 to {MAX_NAME} characters besides outer spaces",
         )
+    if not has_visible(text):
+        raise ProtocolError("message/invalid", f"field {name!r} needs a visible character")
     return text
 
 

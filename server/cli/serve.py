@@ -24,7 +24,7 @@ from kibitz.server.app import LIMITS_KEY, LISTENING_ORIGINS_KEY, REDIS_POOL_SIZE
 from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
 from kibitz.server.archiver import Lifetimes
 from kibitz.server.clocks import FIRST_MOVE_MS
-from kibitz.server.edge import HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
+from kibitz.server.edge import FD_RESERVE, HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
 from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.server.limits import Limits, listening_origins, parse_origin
 from kibitz.server.local_workers import Lifeline, LocalWorkers, stop_stale_workers
@@ -259,14 +259,10 @@ def max_sockets(args: argparse.Namespace) -> int:
     return int(args.max_sockets_per_address)
 
 
-#: File descriptors a node needs besides its client sockets (Redis, the database, logs,
-#: its listening socket, local workers' pipes): the fixed part of the budget.
-FD_RESERVE = 256
-
-
 def file_budget(sockets_per_address: int) -> int:
-    """The open files a node should be allowed: FD_RESERVE plus room for four addresses
-    at their socket cap (one address alone must not be able to exhaust the node)."""
+    """The open files a node should be allowed: FD_RESERVE (server/edge.py: the node never
+    holds more client sockets than its limit less that) plus room for four addresses at
+    their socket cap."""
     return FD_RESERVE + 4 * sockets_per_address
 
 

@@ -1,6 +1,7 @@
 """Pure rules of every game kibitz serves, behind one interface (see ``base``)."""
 
 from kibitz.shared.games.base import (
+    TERMINATIONS,
     Game,
     GameError,
     GameOverError,
@@ -11,6 +12,7 @@ from kibitz.shared.games.base import (
     MoveFacts,
     OptionSpec,
     Outcome,
+    Termination,
 )
 from kibitz.shared.games.policy import DEFAULT_POLICY, AnalysisScale, GamePolicy, Notation
 from kibitz.shared.games.registry import (
@@ -37,6 +39,8 @@ __all__ = [
     "Notation",
     "OptionSpec",
     "Outcome",
+    "TERMINATIONS",
+    "Termination",
     "UnknownGameError",
     "available_games",
     "find_game",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from kibitz.shared.games.policy import DEFAULT_POLICY, GamePolicy
 
@@ -61,12 +61,65 @@ class GameOverError(GameError):
     code = "game/over"
 
 
+#: Why a game ended, as a closed set of codes (``result.termination`` on the wire; the
+#: free-text ``reason`` says the same for people). docs/protocol.md lists which reasons go
+#: with which code. By the rules of the game:
+#:
+#: - ``checkmate``: chess, the side to move is mated (it loses).
+#: - ``stalemate``: chess, the side to move has no legal move and is not in check (a draw).
+#: - ``line``: tic-tac-toe, three in a row.
+#: - ``board-full``: tic-tac-toe, no empty cell left (a draw).
+#: - ``last-match``: matches, the last match was taken (whoever took it loses).
+#: - ``score``: the game was decided by counting: Othello's discs, Oware's 25 seeds or 24-24.
+#: - ``no-moves``: the side to move cannot move, which ends the game: draughts and Kono (it
+#:   loses), Oware (counted out).
+#: - ``repetition``: a position repeated (threefold, fivefold; Oware is then counted out).
+#: - ``rule``: a draw by a counting rule of the game: chess's fifty- and seventy-five-move
+#:   rules and insufficient material, draughts' 25-, 16- and 5-move rules, Kono's 100 plies.
+#: - ``move-limit``: the room's move limit was reached (a draw).
+#:
+#: By the players, the clock or the server:
+#:
+#: - ``resignation``: a player resigned.
+#: - ``time``: a flag fell (a loss on time, or a draw when the other side cannot win).
+#: - ``agreement``: a draw agreed.
+#: - ``claim``: a player claimed the game (a win or a draw) against an opponent gone.
+#: - ``abort``: no game: ``abort`` by a player, or a first move not made in time.
+#: - ``abandon``: the server ended an untimed game nobody plays on any more.
+Termination = Literal[
+    "checkmate",
+    "stalemate",
+    "line",
+    "board-full",
+    "last-match",
+    "score",
+    "no-moves",
+    "repetition",
+    "rule",
+    "move-limit",
+    "resignation",
+    "time",
+    "agreement",
+    "claim",
+    "abort",
+    "abandon",
+]
+
+#: Every :data:`Termination` code, in the order above.
+TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a finished game ended: ``winner`` is a player number, or None for a draw."""
+    """How a finished game ended: ``winner`` is a player number, or None for a draw;
+    ``reason`` says why for people, ``termination`` (one of :data:`TERMINATIONS`) for
+    programs. Every game sets ``termination``; it is None only in an Outcome built from a
+    result stored before terminations existed. Equality compares ``winner`` and ``reason``
+    only: each reason has one code, so an Outcome without its code is the same ending."""
 
     winner: Player | None
     reason: str
+    termination: Termination | None = field(default=None, compare=False)
 
     def for_player(self, player: Player) -> str:
         """'win', 'loss' or 'draw' from ``player``'s point of view."""

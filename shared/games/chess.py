@@ -475,20 +475,20 @@ class Chess(Game[ChessState, chess.Move]):
         board = state.board
         has_moves = any(board.generate_legal_moves())
         if not has_moves and board.is_check():
-            return Outcome(1 - self.to_move(state), "checkmate")
+            return Outcome(1 - self.to_move(state), "checkmate", "checkmate")
         if board.is_insufficient_material():
-            return Outcome(None, "insufficient material")
+            return Outcome(None, "insufficient material", "rule")
         if not has_moves:
-            return Outcome(None, "stalemate")
+            return Outcome(None, "stalemate", "stalemate")
         if board.halfmove_clock >= 150:
-            return Outcome(None, "seventy-five-move rule")
+            return Outcome(None, "seventy-five-move rule", "rule")
         repetitions = self.repetitions(state)
         if repetitions >= 5:
-            return Outcome(None, "fivefold repetition")
+            return Outcome(None, "fivefold repetition", "repetition")
         if board.halfmove_clock >= 100:
-            return Outcome(None, "fifty-move rule")
+            return Outcome(None, "fifty-move rule", "rule")
         if repetitions >= 3:
-            return Outcome(None, "threefold repetition")
+            return Outcome(None, "threefold repetition", "repetition")
         return None
 
     def parse_move(self, state: ChessState, text: str) -> chess.Move:

@@ -11,7 +11,7 @@ whole capture and may not be jumped twice (so they block the rest of the capture
 man is crowned only when its move ends on the far row; kings fly along diagonals and
 capture at a distance, landing on any empty square beyond. Captures with the same
 start, end and set of captured pieces are one move. A player without a legal move
-loses ("no moves").
+loses ("no moves", "no-moves").
 
 Draws (FMJD article 6, as implemented here):
 
@@ -524,7 +524,7 @@ class Draughts(Game[DraughtsState, DraughtsMove]):
         return moves
 
     def legal_moves(self, state: DraughtsState) -> list[DraughtsMove]:
-        if self._draw_reason(state) is not None:
+        if self._draw(state) is not None:
             return []
         return self._all_moves(state)
 
@@ -565,16 +565,17 @@ class Draughts(Game[DraughtsState, DraughtsMove]):
             endgame = 0  # a class just arose, or none applies
         return DraughtsState(white, black, kings, 1 - state.to_move, key, king_moves, endgame)
 
-    def _draw_reason(self, state: DraughtsState) -> str | None:
+    def _draw(self, state: DraughtsState) -> Outcome | None:
         plies = len(state.king_moves)
         if plies >= 4 and self._repetitions(state) >= 3:
-            return "threefold repetition"
+            return Outcome(None, "threefold repetition", "repetition")
         if plies >= KING_RULE_PLIES:
-            return "25-move king rule"
+            return Outcome(None, "25-move king rule", "rule")
         if state.endgame_plies:
             limit = _endgame_limit(state.white, state.black, state.kings)
             if state.endgame_plies >= limit:
-                return f"{16 if limit == ENDGAME_16_PLIES else 5}-move endgame rule"
+                moves = 16 if limit == ENDGAME_16_PLIES else 5
+                return Outcome(None, f"{moves}-move endgame rule", "rule")
         return None
 
     @staticmethod
@@ -597,11 +598,8 @@ class Draughts(Game[DraughtsState, DraughtsMove]):
     def outcome(self, state: DraughtsState) -> Outcome | None:
         own, opp = (state.white, state.black) if state.to_move == 0 else (state.black, state.white)
         if not raw_moves(own, opp, state.kings, state.to_move == 0):
-            return Outcome(1 - state.to_move, "no moves")
-        reason = self._draw_reason(state)
-        if reason is not None:
-            return Outcome(None, reason)
-        return None
+            return Outcome(1 - state.to_move, "no moves", "no-moves")
+        return self._draw(state)
 
     # -- notation ----------------------------------------------------------------------
     def parse_move(self, state: DraughtsState, text: str) -> DraughtsMove:

@@ -144,11 +144,11 @@ class Kono(Game[KonoState, Move]):
 
     def outcome(self, state: KonoState) -> Outcome | None:
         if not _moves(state.cells, state.to_move):
-            return Outcome(1 - state.to_move, "blocked")
+            return Outcome(1 - state.to_move, "blocked", "no-moves")
         if state.history.count(state.key) >= 2:
-            return Outcome(None, "threefold repetition")
+            return Outcome(None, "threefold repetition", "repetition")
         if state.ply >= MAX_PLIES:
-            return Outcome(None, "100 plies")
+            return Outcome(None, "100 plies", "rule")
         return None
 
     def parse_move(self, state: KonoState, text: str) -> Move:

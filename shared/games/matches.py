@@ -94,7 +94,7 @@ class Matches(Game[MatchesState, int]):
     def outcome(self, state: MatchesState) -> Outcome | None:
         if state.heap == 0:
             # The previous player took the last match, so the player to move wins.
-            return Outcome(state.to_move, "took the last match")
+            return Outcome(state.to_move, "took the last match", "last-match")
         return None
 
     def parse_move(self, state: MatchesState, text: str) -> int:

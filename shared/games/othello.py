@@ -272,8 +272,8 @@ class Othello(Game[OthelloState, Move]):
             return None
         black, white = state.black.bit_count(), state.white.bit_count()
         if black == white:
-            return Outcome(None, "equal discs")
-        return Outcome(0 if black > white else 1, "more discs")
+            return Outcome(None, "equal discs", "score")
+        return Outcome(0 if black > white else 1, "more discs", "score")
 
     def parse_move(self, state: OthelloState, text: str) -> Move:
         t = text.strip().lower()

@@ -32,6 +32,7 @@ from kibitz.shared.games.base import (
     Options,
     Outcome,
     Player,
+    Termination,
 )
 from kibitz.shared.games.policy import AnalysisScale, GamePolicy
 from kibitz.shared.games.zobrist import zobrist_keys
@@ -216,16 +217,17 @@ class Oware(Game[OwareState, Move]):
     def outcome(self, state: OwareState) -> Outcome | None:
         s0, s1 = state.stores
         if s0 >= WIN:
-            return Outcome(0, "25 seeds")
+            return Outcome(0, "25 seeds", "score")
         if s1 >= WIN:
-            return Outcome(1, "25 seeds")
+            return Outcome(1, "25 seeds", "score")
         if s0 == s1 == SEEDS // 2:
-            return Outcome(None, "24-24")
+            return Outcome(None, "24-24", "score")
         if not _raw_moves(state.pits, state.to_move):
             own = sum(state.pits[p] for p in _ROWS[state.to_move])
-            return self._count_out(state, "no move can feed" if own else "no seeds to sow")
+            reason = "no move can feed" if own else "no seeds to sow"
+            return self._count_out(state, reason, "no-moves")
         if state.history.count(state.key) >= 2:
-            return self._count_out(state, "threefold repetition")
+            return self._count_out(state, "threefold repetition", "repetition")
         return None
 
     def final_scores(self, state: OwareState) -> tuple[int, int]:
@@ -233,10 +235,10 @@ class Oware(Game[OwareState, Move]):
         pits = state.pits
         return state.stores[0] + sum(pits[:6]), state.stores[1] + sum(pits[6:])
 
-    def _count_out(self, state: OwareState, reason: str) -> Outcome:
+    def _count_out(self, state: OwareState, reason: str, termination: Termination) -> Outcome:
         south, north = self.final_scores(state)
         winner = None if south == north else (0 if south > north else 1)
-        return Outcome(winner, f"{reason} ({south}-{north})")
+        return Outcome(winner, f"{reason} ({south}-{north})", termination)
 
     def parse_move(self, state: OwareState, text: str) -> Move:
         t = text.strip()

@@ -88,9 +88,9 @@ class TicTacToe(Game[TicTacToeState, int]):
     def outcome(self, state: TicTacToeState) -> Outcome | None:
         winner = _winner(state.cells)
         if winner is not None:
-            return Outcome(winner, "three in a row")
+            return Outcome(winner, "three in a row", "line")
         if 0 not in state.cells:
-            return Outcome(None, "board full")
+            return Outcome(None, "board full", "board-full")
         return None
 
     def parse_move(self, state: TicTacToeState, text: str) -> int:

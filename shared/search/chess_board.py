@@ -667,13 +667,13 @@ class ChessBoardGame(Game[Board, int]):
     def outcome(self, state: Board) -> Outcome | None:
         has_moves = bool(generate(state))
         if not has_moves and checkers_of(state):
-            return Outcome(1 - self.to_move(state), "checkmate")
+            return Outcome(1 - self.to_move(state), "checkmate", "checkmate")
         if insufficient(state):
-            return Outcome(None, "insufficient material")
+            return Outcome(None, "insufficient material", "rule")
         if not has_moves:
-            return Outcome(None, "stalemate")
+            return Outcome(None, "stalemate", "stalemate")
         if state.clock >= 100:
-            return Outcome(None, "fifty-move rule")
+            return Outcome(None, "fifty-move rule", "rule")
         return None
 
     def parse_move(self, state: Board, text: str) -> int:

@@ -30,9 +30,9 @@ the direct order. Only that exact rearrangement is made: a frame in any other or
 left as it came, and differs from its fixture.
 
 :data:`IGNORED_KEYS` names object keys whose ``"key":value`` pairs are cut out of the
-text before comparing (JSON-aware, keeping everything around them byte for byte). It is
-empty: a key may be added there only for a planned change of the wire format (issue 20
-plans a ``termination`` beside ``result.reason``; add ``"termination"`` with it).
+text before comparing (JSON-aware, keeping everything around them byte for byte). A key
+may be added there only for a planned change of the wire format: ``termination`` (issue
+20), the code beside ``result.reason`` that the fixtures were recorded without.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-#: Keys of ``"key":value`` pairs cut out before comparing. Empty: see the module docstring.
-IGNORED_KEYS: tuple[str, ...] = ()
+#: Keys of ``"key":value`` pairs cut out before comparing: see the module docstring.
+IGNORED_KEYS: tuple[str, ...] = ("termination",)
 
 #: JSON keys whose string values are random ids, and the placeholder stem for each.
 ID_KEYS = {
@@ -177,27 +177,44 @@ def _direct_layouts(text: str) -> str:
 
 def drop_keys(text: str, keys: Iterable[str]) -> str:
     """``text`` without the ``"key":value`` pairs of ``keys`` in its JSON objects (compact
-    JSON, as the server writes it); the rest is left byte for byte."""
-    decoder = json.JSONDecoder()
+    JSON as the server writes frames, or ``", "``-separated and indented as in HTTP
+    bodies); the rest is left byte for byte."""
     for key in keys:
-        needle = json.dumps(key) + ":"
+        needle = json.dumps(key)
         start = 0
         while (at := text.find(needle, start)) >= 0:
-            before = text[at - 1] if at else ""
-            if before not in ",{":
+            cut = _pair_span(text, at, at + len(needle))
+            if cut is None:
                 start = at + len(needle)
                 continue
-            _, end = decoder.raw_decode(text, at + len(needle))
-            if before == ",":
-                text = text[: at - 1] + text[end:]
-                start = at - 1
-            elif text[end : end + 1] == ",":
-                text = text[:at] + text[end + 1 :]
-                start = at
-            else:
-                text = text[:at] + text[end:]
-                start = at
+            text = text[: cut[0]] + text[cut[1] :]
+            start = cut[0]
     return text
+
+
+def _pair_span(text: str, at: int, after_key: int) -> tuple[int, int] | None:
+    """The span to cut for the key string at ``at``..``after_key``: from the comma before
+    it to the end of its value, or (first in its object) from the key to the start of the
+    next key; None if this is not a key of an object."""
+    colon = _skip_space(text, after_key)
+    if text[colon : colon + 1] != ":":
+        return None
+    before = len(text[:at].rstrip())
+    opener = text[before - 1 : before]
+    if opener not in (",", "{"):
+        return None
+    _, end = json.JSONDecoder().raw_decode(text, _skip_space(text, colon + 1))
+    if opener == ",":
+        return before - 1, end
+    if text[end : end + 1] == ",":
+        return at, _skip_space(text, end + 1)
+    return at, end
+
+
+def _skip_space(text: str, index: int) -> int:
+    while text[index : index + 1] in (" ", "\n"):
+        index += 1
+    return index
 
 
 def normalise(text: str, ids: dict[str, str], window_ms: tuple[int, int]) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from kibitz.server.embedded_redis import EmbeddedRedis
 from kibitz.shared.protocol import player_id
 from tests.conftest import ServerProcess, start_server
 from tests.golden.driver import Transcript, http, wait_gone
@@ -43,16 +44,20 @@ NAMES = [s.__name__ for s in SCENARIOS] + [LISTING]
 
 
 @pytest.fixture(scope="module")
-def golden_server(redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-    ServerProcess
-]:
+def golden_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A node on a Redis of its own: on the session's Redis another test's node (with
+    another database) could take these games' archive entries from the shared stream."""
+    redis = EmbeddedRedis(tmp_path_factory.mktemp("golden-redis")).start()
     database = tmp_path_factory.mktemp("golden") / "games.sqlite3"
-    server = start_server(
-        redis_server.url, workers=0, database_url=f"sqlite:///{database}",
-        args=["--finished-ttl", "2"],
-    )
-    yield server
-    server.stop()
+    try:
+        server = start_server(
+            redis.url, workers=0, database_url=f"sqlite:///{database}",
+            args=["--finished-ttl", "2"],
+        )
+        yield server
+        server.stop()
+    finally:
+        redis.stop()
 
 
 async def read_archived(session: aiohttp.ClientSession, base: str, played: Played) -> None:

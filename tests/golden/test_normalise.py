@@ -21,8 +21,8 @@ BROADCAST = (
 )
 
 
-def test_nothing_is_ignored_today() -> None:
-    assert IGNORED_KEYS == ()
+def test_only_the_termination_is_ignored() -> None:
+    assert IGNORED_KEYS == ("termination",)
 
 
 def test_drop_keys_cuts_the_pair_and_keeps_the_rest() -> None:
@@ -34,6 +34,18 @@ def test_drop_keys_cuts_the_pair_and_keeps_the_rest() -> None:
     assert drop_keys('{"termination":1,"a":2}', ["termination"]) == '{"a":2}'
     assert drop_keys('{"reason":"termination:"}', ["termination"]) == '{"reason":"termination:"}'
     assert drop_keys(text, []) == text
+
+
+def test_drop_keys_cuts_spaced_and_indented_pairs() -> None:
+    spaced = '{"winner": 0, "reason": "x", "termination": "time"}, {"termination": 1, "a": 2}'
+    assert drop_keys(spaced, ["termination"]) == '{"winner": 0, "reason": "x"}, {"a": 2}'
+    indented = '{\n "result": {\n  "reason": "x",\n  "termination": "time"\n }\n}'
+    assert drop_keys(indented, ["termination"]) == '{\n "result": {\n  "reason": "x"\n }\n}'
+    first = '{\n  "termination": null,\n  "a": 2\n}'
+    assert drop_keys(first, ["termination"]) == '{\n  "a": 2\n}'
+    assert drop_keys('["termination", "termination" ]', ["termination"]) == (
+        '["termination", "termination" ]'
+    )
 
 
 def test_ids_are_numbered_by_first_appearance() -> None:

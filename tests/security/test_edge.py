@@ -430,3 +430,125 @@ def test_no_redis_url_on_a_command_line(redis_server) -> None:
 def children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as listed:
         return [int(child) for child in listed.read().split()]
+
+
+# -- WebSocket slots --------------------------------------------------------------------------
+
+
+def bad_version_upgrade(host: str) -> bytes:
+    """A WebSocket upgrade with a version the server does not speak."""
+    return upgrade(host, None).replace(b"Sec-WebSocket-Version: 13", b"Sec-WebSocket-Version: 99")
+
+
+def test_requests_that_are_not_websockets_use_up_no_websocket_slot(redis_server) -> None:
+    """250 plain ``GET /ws`` (no Upgrade) and 30 upgrades with a bad version on kept-alive
+    connections (both reach aiohttp's /ws route), and 30 bad-version upgrades on fresh
+    connections (the edge's): none is a WebSocket, so none may keep one of the address's
+    200 WebSocket places; a real WebSocket from the address still opens afterwards."""
+    env = {"KIBITZ_MAX_CONNECTIONS_PER_ADDRESS": "200"}
+    with served(redis_server.url, env) as server:
+        host, port = address(server)
+        for _ in range(250):
+            status, _ = http_get(server, "/ws")
+            assert 400 <= status < 500, status
+        with connect(server) as sock:
+            for _ in range(30):
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert read_response(sock)[0] == 200
+                sock.sendall(bad_version_upgrade(f"{host}:{port}"))
+                status, _ = read_response(sock)
+                assert 400 <= status < 500, status
+        for _ in range(30):
+            with connect(server) as sock:
+                sock.sendall(bad_version_upgrade(f"{host}:{port}"))
+                assert int(read_all(sock, 5).split()[1]) >= 400
+        assert handshake_status(server, f"{host}:{port}", None) == 101
+
+
+# -- the node's descriptor budget -------------------------------------------------------------
+
+NOFILE = 600  # the node's open-files limit in the test below (a cap of 600 - 256)
+
+
+def spawn_with_nofile(redis_url: str, nofile: int) -> ServerProcess:
+    """``kibitz serve`` as the suite starts it, under an open-files limit of ``nofile``."""
+    import resource
+    import subprocess
+    import sys
+    import threading
+
+    from kibitz.server.cli.serve import LISTENING
+    from tests.conftest import UNLIMITED
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    limits = {"KIBITZ_MAX_SOCKETS_PER_ADDRESS": "", "KIBITZ_MAX_CONNECTIONS_PER_ADDRESS": "200"}
+    env = {**os.environ, "KIBITZ_LOG": "WARNING", **UNLIMITED, **limits}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kibitz.server.cli", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--redis", redis_url, "--workers", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=limit,
+    )  # fmt: skip
+    assert process.stdout is not None
+    log: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        log.append(line)
+        match = LISTENING.search(line)
+        if match:
+            threading.Thread(target=log.extend, args=(process.stdout,), daemon=True).start()
+            return ServerProcess(process, match.group(1), log)
+    process.kill()
+    process.wait()
+    raise RuntimeError("kibitz serve did not start:\n" + "".join(log))
+
+
+def healthz_status(server: ServerProcess, source: str) -> int | None:
+    """/healthz from ``source``; None if the node did not answer (reset, or silence)."""
+    try:
+        with connect(server, source) as sock:
+            sock.settimeout(3)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = read_all(sock, 3)
+        return int(data.split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def test_the_node_keeps_a_reserve_of_open_files(redis_server) -> None:
+    """Under ``ulimit -n 600``, three addresses open 150 idle sockets each (each under its
+    own cap of 264): the node holds at most 600 - 256 client sockets, closing the rest at
+    accept (the last eighth of them kept for addresses holding few), so that /healthz
+    from a fourth address is still answered."""
+    server = spawn_with_nofile(redis_server.url, NOFILE)
+    socks: list[socket.socket] = []
+    try:
+        for source in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            socks += [connect(server, source) for _ in range(150)]
+        time.sleep(1.0)
+        assert healthz_status(server, "127.0.0.9") == 200
+        assert sum(is_closed(s) for s in socks) >= len(socks) - (NOFILE - 256)
+        assert "Traceback" not in "".join(server.log)
+    finally:
+        for sock in socks:
+            sock.close()
+        server.stop()
+
+
+def test_an_ipv6_network_counts_as_one_address() -> None:
+    """A host picks addresses in its /64 at will: the per-address limits (the socket cap
+    at accept and the cluster-wide ones) count the /64, not each address."""
+    from kibitz.server.limits import address_group, client_address
+
+    a, b = "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"
+    assert address_group(a) == address_group(b) == "2001:db8:1:2::/64"
+    assert address_group("2001:db8:1:3::1") != address_group(a)
+    assert address_group("::ffff:192.0.2.7") == "192.0.2.7"
+    assert address_group("192.0.2.7") == "192.0.2.7"
+    assert client_address(b, {}, frozenset()) == "2001:db8:1:2::/64"
+    proxied = {"X-Forwarded-For": "198.51.100.1, 2001:db8:1:2::99"}
+    assert client_address("127.0.0.3", proxied, frozenset({"127.0.0.3"})) == "2001:db8:1:2::/64"

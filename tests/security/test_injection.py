@@ -62,7 +62,27 @@ BAD_NAMES = [
     ("DEL", "ann\x7f"),
     ("blank", "   "),
     ("not a string", 12),
+    ("RLM U+200F", "ann\u200fbob"),
+    ("ALM U+061C", "\u061cann"),
+    ("ZWSP U+200B", "ad\u200bmin"),
+    ("BOM U+FEFF", "\ufeffadmin"),
+    ("tag characters", "ann\U000e0041\U000e007f"),
+    ("only ZWSP", "\u200b"),
+    ("only Hangul filler", "\u3164"),
+    ("Hangul fillers and spaces", " \u115f\u1160 \uffa0 "),
+    ("a combining mark alone", "\u0301"),
+    ("only ZWJ and ZWNJ", "\u200d\u200c"),
 ]
+
+#: Names with a joiner that scripts and emoji need: accepted as given.
+PERSIAN = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0645"  # "I want", with a ZWNJ
+JOINED_NAMES = ["\U0001f469\u200d\U0001f4bb", PERSIAN, "a\u0301"]
+
+#: Chat lines refused (chat/invalid) and accepted.
+BAD_LINES = [
+    "hi\u200fthere", "\u061c", "hi\u200b", "\ufeffhi", "hi\U000e0041", "\u3164", "\u200b \u200b",
+]  # fmt: skip
+GOOD_LINES = ["\U0001f469\u200d\U0001f4bb", PERSIAN]
 
 
 @pytest.fixture(scope="module")
@@ -333,3 +353,19 @@ async def test_good_query_parameters_still_work(server: ServerProcess) -> None:
         assert status == 200
     status, body = await http_get(server.http_url + "/api/games/nosuchgame/export?format=%C2%B2")
     assert status == 404
+
+
+async def test_joiners_pass_and_invisible_characters_do_not(server: ServerProcess) -> None:
+    """ZWJ (emoji sequences) and ZWNJ (Persian, Indic scripts) pass in names and chat
+    lines; other format characters and lines of nothing visible are refused."""
+    async with await KibitzClient.open(server.http_url) as a:
+        for name in JOINED_NAMES:
+            created = await a.create("tictactoe", seat=0, name=name)
+            room, token = created["room"], created["token"]
+            _, listed = await http_get(f"{server.http_url}/api/rooms/{room}")
+            assert listed["seats"][0]["name"] == name, listed
+        for text in BAD_LINES:
+            chat = {"type": "chat", "room": room, "token": token, "text": text}
+            assert await refused(a, chat) == "chat/invalid", repr(text)
+        for text in GOOD_LINES:
+            await a.chat(room, text)

@@ -5,9 +5,9 @@ real ``kibitz serve`` with real workers on loopback and a real Redis.
   second, token-less connection of the same address watching the same game; it is
   revealed in the record once the game is over.
 - ``resume`` with a ``since`` at or past the room's version gets ``"missed": []``.
-- Every event kind and every result reason the code can produce is in docs/protocol.md,
-  and a game ended by the idle limit arrives as documented (event ``over``, reason
-  ``abandoned``).
+- Every event kind, every result reason and every result termination the code can produce
+  is in docs/protocol.md (each termination one of ``TERMINATIONS``), and a game ended by
+  the idle limit arrives as documented (event ``over``, reason ``abandoned``).
 - The game record carries the chat of both channels, live and once archived, including a
   line said after the game ended.
 """
@@ -30,6 +30,7 @@ import websockets
 
 from kibitz.client.connection import KibitzClient, new_player_key
 from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.games import TERMINATIONS
 from kibitz.shared.protocol import ProtocolError, parse_client_message, player_id
 from tests.conftest import ServerProcess, start_server
 
@@ -156,7 +157,14 @@ def _call_name(node: ast.Call) -> str:
 
 #: Calls whose argument (by position) is a result's reason, and what the call adds to it
 #: (Oware's ``_count_out`` appends the final count: "no seeds to sow (26-22)").
-REASON_ARGUMENTS = {"Outcome": (1, ""), "_count_out": (1, r"\ \(.+?\)"), "_end": (2, "")}
+REASON_ARGUMENTS = {
+    "Outcome": (1, ""),
+    "_count_out": (1, r"\ \(.+?\)"),
+    "_end": (2, ""),
+    "result_of": (1, ""),
+}
+#: Calls whose argument (by position) is a result's termination code.
+TERMINATION_ARGUMENTS = {"Outcome": 2, "_count_out": 2, "_end": 3, "result_of": 2}
 
 
 def code_reasons() -> set[str]:
@@ -180,6 +188,30 @@ def code_reasons() -> set[str]:
                 for inner in ast.walk(node):
                     if isinstance(inner, ast.Return) and inner.value is not None:
                         found.update(_texts(inner.value))
+    return found
+
+
+def code_terminations() -> set[str]:
+    """Every termination code the rules and the server can write: the code of every
+    ``Outcome``, ``_end``, ``_count_out`` and ``result_of`` call and of every
+    ``{"termination": ...}`` dict. A name or attribute passed on is typed (mypy checks it
+    is a ``Termination``); any other expression is reported as is."""
+    found: set[str] = set()
+    games = sorted((ROOT / "shared" / "games").glob("*.py"))
+    for path in [*games, *sorted((ROOT / "server").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            value: ast.expr | None = None
+            if isinstance(node, ast.Call) and _call_name(node) in TERMINATION_ARGUMENTS:
+                index = TERMINATION_ARGUMENTS[_call_name(node)]
+                value = node.args[index] if len(node.args) > index else None
+            elif isinstance(node, ast.Dict):
+                for key, item in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "termination":
+                        value = item
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.add(value.value)
+            elif value is not None and not isinstance(value, ast.Name | ast.Attribute):
+                found.add(ast.unparse(value))  # a computed code: fails the check below
     return found
 
 
@@ -232,6 +264,20 @@ def test_every_result_reason_is_documented() -> None:
     quoted = re.findall(r"`([^`]+)`", section)
     missing = sorted(p for p in code_reasons() if not any(re.fullmatch(p, q) for q in quoted))
     assert not missing, f"reasons the code writes that docs/protocol.md does not list: {missing}"
+
+
+def test_every_termination_is_a_code_and_documented() -> None:
+    """Every termination the code writes is one of ``TERMINATIONS``, and every code is
+    listed (quoted) in the Events and results section of docs/protocol.md."""
+    used = code_terminations()
+    assert {"checkmate", "resignation", "time", "abort", "score", "no-moves"} <= used
+    assert used <= set(TERMINATIONS), sorted(used - set(TERMINATIONS))
+    section = _section(PROTOCOL_DOC.read_text(), "### Events and results")
+    table = section[section.index("Every `result.termination`") :]
+    listed = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
+    assert listed <= set(TERMINATIONS), sorted(listed - set(TERMINATIONS))
+    missing = sorted(set(TERMINATIONS) - listed)
+    assert not missing, f"terminations docs/protocol.md does not list: {missing}"
 
 
 def test_every_event_kind_is_documented() -> None:

@@ -7,7 +7,9 @@ for three days, filled the lobby and, once ended, the archive. Here, against a r
 loop and the rematch loop stop at the budget with ``rate/limited`` and change nothing when
 refused; a game nobody moved in is aborted within its short lifetime, leaves the live list
 and Redis and never reaches the archive; an untimed game whose players have all gone is
-ended as abandoned within its limit and archived once.
+ended as abandoned within its limit and archived once; so is a correspondence game nobody
+moved in (aborted), while one with moves keeps its days-per-move clock. The budget is a
+sliding minute: rooms made just before and just after a minute boundary count together.
 
 Each test plays from its own loopback address (127.0.0.N), so their budgets are apart.
 """
@@ -26,7 +28,8 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key
 from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.store import LIVE
+from kibitz.server.limits import AddressLimiter, LimitExceeded, Limits
+from kibitz.server.store import DEADLINES, LIVE
 from kibitz.shared.protocol import player_id
 from tests.conftest import ServerProcess, start_server
 
@@ -245,7 +248,7 @@ async def test_an_untimed_game_whose_players_are_gone_is_abandoned_and_archived_
     # idle-game limit (three days), and reaches the archive once.
     [record] = await eventually(archived, ABANDON_S + 2 * SWEEP_S + 5)
     assert time.monotonic() - left >= ABANDON_S - 0.5
-    assert record["result"] == {"winner": None, "reason": "abandoned"}
+    assert (record["result"]["winner"], record["result"]["reason"]) == (None, "abandoned")
     assert [m["move"] for m in record["moves"]] == ["5", "1"]
     assert await redis.zscore(LIVE, room) is None
     _, listed = await get_json(f"{node.http_url}/api/games?player={player_id(key_b)}")
@@ -268,5 +271,89 @@ async def test_a_game_against_the_ai_whose_player_is_gone_is_abandoned(node, red
 
     [record] = await eventually(archived, ABANDON_AI_S + 2 * SWEEP_S + 5)
     assert time.monotonic() - left >= ABANDON_AI_S - 0.5
-    assert record["result"] == {"winner": None, "reason": "abandoned"}
+    assert (record["result"]["winner"], record["result"]["reason"]) == (None, "abandoned")
     assert await redis.zscore(LIVE, room) is None
+
+
+async def test_a_correspondence_game_nobody_moved_in_is_aborted_when_its_players_are_gone(
+    node, redis
+) -> None:
+    """Days per move gave the first move 14 days: two connections could leave a playing
+    room behind for two weeks. Once both players are gone for the abandon limit it is
+    aborted like an untimed one; a correspondence game with a move keeps its clock."""
+    clock = {"days_per_move": 14}
+    a, b = await client(node, "127.0.0.71"), await client(node, "127.0.0.72")
+    watcher = await client(node, "127.0.0.73")
+    try:
+        idle = (await a.create("chess", seat=0, clock=clock))["room"]
+        await b.join(idle)
+        played = (await a.create("chess", seat=0, clock=clock))["room"]
+        await b.join(played)
+        await a.move(played, "e2e4")
+        await b.wait_state(played, lambda s: len(s["moves"]) == 1, timeout=10)
+        await watcher.watch(idle)
+        await watcher.watch(played)
+    finally:
+        await a.close()
+        await b.close()
+    left = time.monotonic()
+    try:
+        over = await watcher.wait_state(
+            idle, lambda s: s["status"] == "over", timeout=ABANDON_S + 2 * SWEEP_S + 5
+        )
+        assert time.monotonic() - left >= ABANDON_S - 0.5
+        assert over["event"]["kind"] == "abort"
+        assert over["result"]["reason"].startswith("aborted")
+        # Swept more than once since: the game with a move is still on its clock.
+        await asyncio.sleep(2 * SWEEP_S)
+        assert watcher.states[played]["status"] == "playing"
+        assert await redis.zscore(LIVE, played) is not None
+    finally:
+        await watcher.close()
+    assert await redis.zscore(LIVE, idle) is None
+    assert await redis.zscore(DEADLINES, idle) is None  # its 14-day first move is off
+    assert await redis.zscore(DEADLINES, played) is not None  # its move's days run
+    await eventually(lambda: room_gone(redis, idle), FINISHED_S + 5)
+    status, _ = await get_json(f"{node.http_url}/api/games/{idle}")
+    assert status == 404
+
+
+async def test_the_room_budget_holds_across_a_minute_boundary(node) -> None:
+    """A fixed clock minute let one address make the budget just before a minute boundary
+    and again just after it. Rooms are made as fast as allowed from a little before a
+    boundary to a little after it: no 60 s span may hold more than the budget (plus one)."""
+    before = 3.0  # start this long before a minute boundary, go on as long after it
+    wait = (60 - before - time.time() % 60) % 60  # the one wait: at most a minute
+    await asyncio.sleep(wait)
+    made: list[float] = []
+    async with await client(node, "127.0.0.61") as c:
+        stop = time.time() + 2 * before
+        for _ in range(200):  # bounded: 0.05 s apart over 2 x ``before``
+            if time.time() >= stop:
+                break
+            if await refused(c.create("tictactoe")) is None:
+                made.append(time.time())
+            await asyncio.sleep(0.05)
+    assert made, "no room made at all"
+    most = max(sum(1 for t in made if start <= t < start + 60) for start in made)
+    assert most <= BUDGET + 1, f"{most} rooms within 60 s (budget {BUDGET})"
+
+
+async def test_a_refunded_room_is_given_back_to_the_budget(own_redis) -> None:
+    """A room counted and then not made (the seek was gone) costs nothing: exactly one
+    more room fits after a refund, and a refund of a count already gone is harmless."""
+    redis = aioredis.from_url(own_redis.url, decode_responses=True)
+    limiter = AddressLimiter(redis, "test-node", Limits(creates_per_minute=BUDGET))
+    address = "192.0.2.81"  # documentation range: never a test client's
+    try:
+        counted = [await limiter.count_create(address) for _ in range(BUDGET)]
+        with pytest.raises(LimitExceeded):
+            await limiter.count_create(address)
+        await limiter.refund_create(counted[0])
+        await limiter.refund_create(counted[0])  # twice: gives back one room only
+        await limiter.count_create(address)
+        with pytest.raises(LimitExceeded) as refusal:
+            await limiter.count_create(address)
+        assert refusal.value.code == "rate/limited"
+    finally:
+        await redis.aclose()

@@ -62,7 +62,7 @@ def test_draw_offers_declined_accepted_and_offered_back() -> None:
     drawn, event, _ = rooms.answer_offer(again, 0, "draw", "offer", 7)
     assert (drawn.status, drawn.result, event.kind) == (
         "over",
-        {"winner": None, "reason": "draw agreed"},
+        {"winner": None, "reason": "draw agreed", "termination": "agreement"},
         "draw",
     )
     assert drawn.offers == {}
@@ -132,7 +132,12 @@ def test_the_ai_answers_at_once() -> None:
 
 def test_abort_only_before_both_sides_moved() -> None:
     aborted, event = rooms.abort(waiting(), 0, 2)
-    assert aborted.result == {"winner": None, "reason": "aborted"} and event.kind == "abort"
+    assert aborted.result == {
+        "winner": None,
+        "reason": "aborted",
+        "termination": "abort",
+    }
+    assert event.kind == "abort"
     aborted, _ = rooms.abort(human_game(["5"]), 1, 4)  # only X moved
     assert aborted.status == "over"
     message = refused("abort/too_late", rooms.abort, human_game(["5", "1"]), 0, 4)
@@ -146,9 +151,18 @@ def test_claim_after_the_opponent_left() -> None:
     message = refused("claim/too_early", rooms.claim, room, 0, "win", 9_500, 1000, 10_000)
     assert "in 1 s" in message
     won, event = rooms.claim(room, 0, "win", 9_000, 1000, 10_000)
-    assert won.result == {"winner": 0, "reason": "O left the game"} and event.kind == "claim"
+    assert won.result == {
+        "winner": 0,
+        "reason": "O left the game",
+        "termination": "claim",
+    }
+    assert event.kind == "claim"
     drawn, _ = rooms.claim(room, 1, "draw", 0, 1000, 10_000)
-    assert drawn.result == {"winner": None, "reason": "draw: X left the game"}
+    assert drawn.result == {
+        "winner": None,
+        "reason": "draw: X left the game",
+        "termination": "claim",
+    }
     refused("claim/not_allowed", rooms.claim, ai_game(3), 0, "win", 0, 1000, 10_000)
     refused("claim/not_allowed", rooms.claim, won, 1, "win", 0, 1000, 10_000)
     assert rooms.claim_after_ms(room) == rooms.CLAIM_AFTER_UNTIMED_MS
@@ -306,7 +320,11 @@ async def test_draw_offer_declined_then_accepted(live_server) -> None:
             await a.wait_state(room, event_kind("draw_offer"))
             await a.draw(room, "accept")
             final = await b.wait_state(room, lambda s: s["status"] == "over")
-            assert final["result"] == {"winner": None, "reason": "draw agreed"}
+            assert final["result"] == {
+                "winner": None,
+                "reason": "draw agreed",
+                "termination": "agreement",
+            }
             assert final["event"]["kind"] == "draw" and final["version"] == state["version"] + 2
             with pytest.raises(ServerError) as err:
                 await a.draw(room)
@@ -330,7 +348,11 @@ async def test_the_ai_answers_a_draw_offer_from_its_evaluation(live_server) -> N
             await client.draw(room)
             drawn = await client.wait_state(room, lambda s: s["status"] == "over")
             assert drawn["event"]["kind"] == "draw" and drawn["event"]["seat"] == 1
-            assert drawn["result"] == {"winner": None, "reason": "draw agreed"}
+            assert drawn["result"] == {
+                "winner": None,
+                "reason": "draw agreed",
+                "termination": "agreement",
+            }
 
 
 @pytest.mark.asyncio
@@ -406,11 +428,15 @@ async def test_abort_and_abort_too_late(live_server) -> None:
             await b.wait_state(other, lambda s: len(s["moves"]) == 1)
             await b.abort(other)
             aborted = await a.wait_state(other, lambda s: s["status"] == "over")
-            assert aborted["result"] == {"winner": None, "reason": "aborted"}
+            assert aborted["result"] == {
+                "winner": None,
+                "reason": "aborted",
+                "termination": "abort",
+            }
             assert aborted["event"] == {
                 "kind": "abort",
                 "seat": 1,
-                "result": {"winner": None, "reason": "aborted"},
+                "result": {"winner": None, "reason": "aborted", "termination": "abort"},
             }
             # And a waiting room.
             lone = (await a.create("chess"))["room"]
@@ -448,7 +474,11 @@ async def test_claim_after_a_disconnect(redis_server) -> None:
             await asyncio.sleep(max(0.0, (gone["seats"][1]["gone_ms"] + 1600) / 1000 - time.time()))
             await a.claim(room)
             final = await a.wait_state(room, lambda s: s["status"] == "over")
-            assert final["result"] == {"winner": 0, "reason": "O left the game"}
+            assert final["result"] == {
+                "winner": 0,
+                "reason": "O left the game",
+                "termination": "claim",
+            }
             assert final["event"]["kind"] == "claim"
     finally:
         for c in (a, b):
@@ -483,7 +513,7 @@ async def test_the_players_of_a_dead_node_are_gone_and_claimed_against(redis_ser
         await asyncio.sleep(max(0.0, (gone["seats"][0]["gone_ms"] + 1100) / 1000 - time.time()))
         await b.claim(room)
         final = await b.wait_state(room, lambda s: s["status"] == "over", TIMEOUT)
-        assert final["result"] == {"winner": 1, "reason": "X left the game"}
+        assert final["result"] == {"winner": 1, "reason": "X left the game", "termination": "claim"}
     finally:
         await close_all(*clients)
         node1.stop()

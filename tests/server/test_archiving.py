@@ -200,10 +200,10 @@ async def test_an_idle_game_is_abandoned_and_archived(node, redis, archive) -> N
         await a.move(room, state["legal_moves"][0])
         # Nobody moves again: past --idle-game-limit (2 s) a sweeper ends the game.
         over = await b.wait_state(room, lambda s: s["status"] == "over", timeout=15)
-    assert over["result"] == {"winner": None, "reason": "abandoned"}
+    assert over["result"] == {"winner": None, "reason": "abandoned", "termination": "abandon"}
     assert over["event"]["kind"] == "over"
     record = await eventually(lambda: archive.get(room))
-    assert record["result"] == {"winner": None, "reason": "abandoned"}
+    assert record["result"] == {"winner": None, "reason": "abandoned", "termination": "abandon"}
     assert len(record["moves"]) == 1 and record["ended_ms"] - record["moves"][0]["at_ms"] >= 2000
     assert (await ttls(redis, room))[0] > 0
 

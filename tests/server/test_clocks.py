@@ -93,7 +93,11 @@ async def test_flag_falls_on_the_surviving_node_after_the_players_node_is_killed
         assert time.monotonic() - clock_started < 1.5
         final = await wait_over(node_b.http_url, room, timeout=10)
         took = time.monotonic() - clock_started
-        assert final["result"] == {"winner": 1, "reason": "X ran out of time"}
+        assert final["result"] == {
+            "winner": 1,
+            "reason": "X ran out of time",
+            "termination": "time",
+        }
         assert final["clock"]["remaining_ms"][0] == 0 and final["clock"]["running"] is None
         assert 2.0 <= took <= 2.0 + GRACE_S + 1.5, took
         record = await get_json(f"{node_b.http_url}/api/rooms/{room}/record")
@@ -129,7 +133,11 @@ async def test_a_move_just_before_the_flag_wins_and_one_after_loses(timed_server
         await b.move(room, "3")
         final = await a.wait_state(room, lambda s: s["status"] == "over", timeout=10)
         assert final["event"]["kind"] == "flag" and final["event"]["seat"] == 1
-        assert final["result"] == {"winner": 0, "reason": "O ran out of time"}
+        assert final["result"] == {
+            "winner": 0,
+            "reason": "O ran out of time",
+            "termination": "time",
+        }
         assert len(final["moves"]) == 3  # the late move was not played
     finally:
         await a.close()
@@ -148,7 +156,11 @@ async def test_first_move_not_made_in_time_aborts(timed_server) -> None:
         final = await b.wait_state(room, lambda s: s["status"] == "over", timeout=10)
         assert FIRST_MOVE_S <= time.monotonic() - started + 0.1 <= FIRST_MOVE_S + GRACE_S + 1.5
         assert final["event"]["kind"] == "abort"
-        assert final["result"] == {"winner": None, "reason": "aborted: X did not move in time"}
+        assert final["result"] == {
+            "winner": None,
+            "reason": "aborted: X did not move in time",
+            "termination": "abort",
+        }
         assert final["moves"] == []
         # Black's first move has its own deadline, counted from White's first move.
         c, d, room2 = await two_players(url, url, "tictactoe", {"initial_ms": 60_000})
@@ -175,6 +187,7 @@ async def test_flag_against_a_side_whose_opponent_cannot_win_is_a_draw(timed_ser
         assert final["result"] == {
             "winner": None,
             "reason": "draw: White ran out of time and Black cannot win",
+            "termination": "time",
         }
         # The archive keeps the time control and the clocks after each move.
         record = await get_json(f"{timed_server.http_url}/api/games/{room}")

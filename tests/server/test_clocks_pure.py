@@ -200,10 +200,12 @@ def test_can_win_and_insufficient_material_draw() -> None:
     assert clocks.flag_result(("White", "Black"), 0, False) == {
         "winner": None,
         "reason": "draw: White ran out of time and Black cannot win",
+        "termination": "time",
     }
     assert clocks.flag_result(("White", "Black"), 1, True) == {
         "winner": 0,
         "reason": "Black ran out of time",
+        "termination": "time",
     }
 
 
@@ -224,7 +226,7 @@ def test_room_move_flag_and_expire() -> None:
     grace = clocks.grace_ms(room.clock, 0)
     ended, event = rooms.expire(room, T0 + 1_200 + grace, T0)
     assert event.kind == "flag" and event.seat == 0
-    assert ended.result == {"winner": 1, "reason": "X ran out of time"}
+    assert ended.result == {"winner": 1, "reason": "X ran out of time", "termination": "time"}
     assert ended.clock is not None and ended.clock["remaining_ms"][0] == 0
     # A move that comes too late ends the game the same way.
     late, event, _ = rooms.play_move(room, 0, "2", None, T0, clock_ms=T0 + 1_300)

@@ -150,7 +150,11 @@ async def test_a_game_keeps_its_url_from_live_to_archived(server) -> None:
     await until(lambda: archived(server.http_url, room), "the room to leave Redis")
     status, done = await http_get(f"{server.http_url}/api/games/{room}")
     assert status == 200
-    assert done["status"] == "over" and done["result"] == {"winner": 0, "reason": "Black resigned"}
+    assert done["status"] == "over" and done["result"] == {
+        "winner": 0,
+        "reason": "Black resigned",
+        "termination": "resignation",
+    }
     assert done["moves"] == live["moves"] and done["players"] == live["players"]
     assert done["ended_ms"] >= done["started_ms"]
 

@@ -61,20 +61,33 @@ def test_game_end_and_resign() -> None:
     room, _, _ = rooms.join_room(room, None, None, "tok-b", 2)
     for seat, move in [(0, "1"), (1, "4"), (0, "2"), (1, "5"), (0, "3")]:
         room, _, _ = rooms.play_move(room, seat, move, None, 3)
-    assert room.status == "over" and room.result == {"winner": 0, "reason": "three in a row"}
+    assert room.status == "over" and room.result == {
+        "winner": 0,
+        "reason": "three in a row",
+        "termination": "line",
+    }
     with pytest.raises(RoomError) as err:
         rooms.resign(room, 1, 4)
     assert err.value.code == "game/over"
     other, _, _ = new_game()
     other, _, _ = rooms.join_room(other, None, None, "tok-b", 2)
     resigned, event = rooms.resign(other, 0, 3)
-    assert resigned.result == {"winner": 1, "reason": "X resigned"} and event.kind == "resign"
+    assert resigned.result == {
+        "winner": 1,
+        "reason": "X resigned",
+        "termination": "resignation",
+    } and event.kind == "resign"
     waiting, _, _ = new_game()
     with pytest.raises(RoomError) as err:
         rooms.resign(waiting, 0, 3)  # nobody to lose to: that is an abort
     assert err.value.code == "room/waiting" and "abort" in err.value.message
     aborted, event = rooms.abort(waiting, 0, 3)
-    assert aborted.result == {"winner": None, "reason": "aborted"} and event.kind == "abort"
+    assert aborted.result == {
+        "winner": None,
+        "reason": "aborted",
+        "termination": "abort",
+    }
+    assert event.kind == "abort"
 
 
 def test_ai_job_only_when_the_ai_is_to_move() -> None:

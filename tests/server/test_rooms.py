@@ -248,7 +248,7 @@ async def test_record_of_a_chess_game_with_pgn(live_server) -> None:
     finally:
         await a.close()
         await b.close()
-    assert record["result"] == {"winner": 1, "reason": "checkmate"}
+    assert record["result"] == {"winner": 1, "reason": "checkmate", "termination": "checkmate"}
     assert record["display"] == ["f3", "e5", "g4", "Qh4#"]
     kinds = [e["kind"] for e in record["events"]]
     assert kinds == ["created", "joined"] + ["move"] * 4

@@ -149,6 +149,8 @@ def test_one_name_rule_for_every_message(message: dict) -> None:
         "a" * (p.MAX_NAME + 1), "a" * 512, "", "   ", 5, ["ann"],
         "ann\x00", "ann\x1b[31m", "ann\rbob", "ann\nbob", "a\tb", "ann\x7f", "ann\x85",
         "ann\u202egnp", "\u202aann", "ann\u2028", "\u2066ann\u2069",
+        "ann\u200fbob", "\u061cann", "ad\u200bmin", "\ufeffann", "ann\U000e0041",
+        "\u200b", "\u3164", "\u115f\u1160", " \uffa0 ", "\u0301", "\u200d\u200c",
     ):  # fmt: skip
         assert code_of({**message, "name": bad}) == "message/invalid", repr(bad)
 
@@ -156,7 +158,8 @@ def test_one_name_rule_for_every_message(message: dict) -> None:
 def test_names_and_chat_lines_refuse_the_same_characters() -> None:
     from kibitz.server.chat import check_text
 
-    for code in [*range(0x00, 0xA0), *range(0x2000, 0x2070), 0xFEFF, 0x061C]:
+    extra = [0x00AD, 0x061C, 0x115F, 0x3164, 0xFEFF, 0xFFA0, *range(0xE0000, 0xE0080)]
+    for code in [*range(0x00, 0xA0), *range(0x2000, 0x2070), *extra]:
         char = chr(code)
         refused_in_chat = True
         try:
@@ -165,3 +168,18 @@ def test_names_and_chat_lines_refuse_the_same_characters() -> None:
         except p.ProtocolError:
             pass
         assert refused_in_chat == (p.refused_character(f"a{char}b") is not None), hex(code)
+
+
+def test_joiners_are_allowed_and_blank_names_are_not() -> None:
+    """ZWJ and ZWNJ pass (emoji sequences, Persian and Indic scripts); a name of nothing
+    visible is refused, one with a visible character besides is kept as given."""
+    from kibitz.server.chat import check_text
+
+    for good in ("\U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e", "a\u0301", "ann\u3164"):
+        assert p.check_name(good) == good
+        assert check_text(good) == good
+    for blank in ("\u200d", "\u3164 \u3164", "\u0301", "\u2800"):
+        with pytest.raises(p.ProtocolError):
+            p.check_name(blank)
+        with pytest.raises(p.ProtocolError):
+            check_text(blank)

@@ -1,6 +1,7 @@
 // Oware (Abapa): South's pits A-F left to right along the bottom, North's a-f from North's
 // left, so drawn right to left along the top; the move is the pit letter. Stores show the
 // seeds each side has captured. Seat 1 (North) sees the board turned round.
+import { countedOut } from "../result.js";
 import { el } from "./common.js";
 
 const SOUTH = "ABCDEF";
@@ -31,20 +32,21 @@ export function render(root, ctx) {
       [seeds(count), el("span", { class: "pit-count" }, [String(count)]), el("span", { class: "pit-name" }, [letter])],
     );
   };
-  // A game counted out at its end gives each side the seeds left on its own row too: the
-  // stores then show that sum, so they agree with the result ("no move can feed (26-22)").
+  // A game counted out at its end (its result's termination says so) gives each side the
+  // seeds left on its own row too: the stores then show that sum, so they agree with the
+  // result ("no move can feed (26-22)").
   const result = ctx.state && ctx.state.result;
-  const countedOut = Boolean(result && /\(\d+-\d+\)\s*$/.test(result.reason || ""));
+  const isCountedOut = Boolean(result && countedOut(result));
   const onRow = [south.reduce((a, b) => a + b, 0), north.reduce((a, b) => a + b, 0)];
   const store = (index, label) => {
-    const total = countedOut ? stores[index] + onRow[index] : stores[index];
-    const aria = countedOut
+    const total = isCountedOut ? stores[index] + onRow[index] : stores[index];
+    const aria = isCountedOut
       ? `${label} store, ${stores[index]} seeds and ${onRow[index]} left on its side: ${total}`
       : `${label} store, ${stores[index]} seeds`;
     return el("div", { class: "store", testid: `store-${index}`, dataset: { total: String(total) }, "aria-label": aria }, [
       seeds(stores[index], 30),
       el("span", { class: "store-count" }, [String(total)]),
-      countedOut && onRow[index] ? el("span", { class: "store-extra muted" }, [`${stores[index]} + ${onRow[index]} left`]) : null,
+      isCountedOut && onRow[index] ? el("span", { class: "store-extra muted" }, [`${stores[index]} + ${onRow[index]} left`]) : null,
       el("span", { class: "store-name" }, [label]),
     ]);
   };
