@@ -23,13 +23,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from aiohttp import WSCloseCode, WSMsgType, web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
@@ -37,6 +31,23 @@ from redis.backoff import ExponentialBackoff
 from kibitz.server import analysis, export, games_api, query
 from kibitz.server import room as rooms
 from kibitz.server.analysis import AnalysisCollector
+from kibitz.server.appkeys import (
+    ARCHIVE_KEY,
+    CHAT_KEY,
+    HUB_KEY,
+    LIMITER_KEY,
+    LIMITS_KEY,
+    LISTENING_ORIGINS_KEY,
+    METRICS_KEY,
+    NODE_KEY,
+    REDIS_KEY,
+    SEEKS_KEY,
+    SERVICE_KEY,
+    STATUS_KEY,
+    STORE_KEY,
+    TASKS_KEY,
+    WS_COMPRESSION_KEY,
+)
 from kibitz.server.archive import Archive, display_url
 from kibitz.server.archiver import Archiver, Lifetimes
 from kibitz.server.background import raise_if_stopping, stop_tasks
@@ -60,6 +71,7 @@ from kibitz.server.limits import (
     client_address,
     origin_allowed,
 )
+from kibitz.server.metrics import Metrics
 from kibitz.server.redis_link import Address, LinkedRedis, RedisLink
 from kibitz.server.results import ResultsConsumer
 from kibitz.server.room import Room, RoomError, new_token, seat_for_token
@@ -72,7 +84,7 @@ from kibitz.server.seeks import (
 )
 from kibitz.server.service import RoomService
 from kibitz.server.store import ARCHIVE, HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
-from kibitz.shared.games import Outcome, available_games, find_game
+from kibitz.shared.games import Outcome, find_game
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
     Abort,
@@ -102,7 +114,6 @@ from kibitz.shared.protocol import (
     seat_message,
     welcome_message,
 )
-from kibitz.shared.search.strength import catalog_levels
 
 log = logging.getLogger(__name__)
 
@@ -124,79 +135,8 @@ REDIS_POOL_WAIT_S = 20.0  # longest wait for a free pooled connection
 HEALTH_TIMEOUT_S = 1.0  # /healthz answers within about this long, whatever Redis does
 RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
 
-STORE_KEY = web.AppKey("store", RoomStore)
-SERVICE_KEY = web.AppKey("service", RoomService)
-HUB_KEY = web.AppKey("hub", Hub)
-REDIS_KEY = web.AppKey("redis", aioredis.Redis)
-NODE_KEY = web.AppKey("node", str)
-#: The origins of the node's own listening address (used while no public origin is set).
-LISTENING_ORIGINS_KEY = web.AppKey("listening_origins", set[str])
-#: The key that turns worker names into the opaque ids ``/api/status`` shows.
-STATUS_KEY = web.AppKey("status_key", bytes)
-METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
-TASKS_KEY = web.AppKey("tasks", list)
-LIMITS_KEY = web.AppKey("limits", Limits)
-LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
-#: The finished-games database (``archive.get``/``archive.list`` for the HTTP API).
-ARCHIVE_KEY = web.AppKey("archive", Archive)
-#: Room chat lists (see chat.py).
-CHAT_KEY = web.AppKey("chat", ChatStore)
-#: Seeks and the lobby (see seeks.py).
-SEEKS_KEY = web.AppKey("seeks", Seeks)
-#: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).
-WS_COMPRESSION_KEY = web.AppKey("ws_compression", bool)
 
 
-class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.connections = Gauge(
-            "kibitz_connections", "open WebSocket connections", registry=self.registry
-        )
-        self.messages = Counter(
-            "kibitz_messages_total", "client messages by type", ["type"], registry=self.registry
-        )
-        self.errors = Counter(
-            "kibitz_errors_total", "errors sent by code", ["code"], registry=self.registry
-        )
-        self.moves = Counter("kibitz_moves_total", "moves committed", registry=self.registry)
-        self.ai_moves = Counter(
-            "kibitz_ai_moves_total", "worker results applied", registry=self.registry
-        )
-        self.fanout_live = Gauge(
-            "kibitz_fanout_live",
-            "1 while the node's pub/sub listener hears its own probes, else 0",
-            registry=self.registry,
-        )
-        self.fanout_reconnects = Gauge(
-            "kibitz_fanout_resubscriptions",
-            "times the pub/sub listener subscribed again after a failure",
-            registry=self.registry,
-        )
-        self.fanout_rooms = Gauge(
-            "kibitz_fanout_rooms",
-            "rooms whose channel the node subscribes to (those it has followers for)",
-            registry=self.registry,
-        )
-        self.fanout_room_messages = Gauge(
-            "kibitz_fanout_room_messages",
-            "room updates the node's pub/sub listener has received",
-            registry=self.registry,
-        )
-        self.fallback_moves = Counter(
-            "kibitz_fallback_moves_total",
-            "AI moves the server played itself after a failed job",
-            registry=self.registry,
-        )
-        self._message_counts: dict[type, Any] = {}  # message class -> its labelled counter
-
-    def count_message(self, message: object) -> None:
-        """One more client message of its type (the labelled counter looked up once)."""
-        counter = self._message_counts.get(type(message))
-        if counter is None:
-            counter = self.messages.labels(type(message).__name__.lower())
-            self._message_counts[type(message)] = counter
-        counter.inc()
 
 
 def static_dir() -> Path:
@@ -386,21 +326,6 @@ async def metrics(request: web.Request) -> web.Response:
     m.fanout_room_messages.set(hub.room_messages)
     return web.Response(
         body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
-    )
-
-
-async def api_games(request: web.Request) -> web.Response:
-    return web.json_response(
-        [
-            {
-                "name": g.name,
-                "title": g.title,
-                "players": list(g.players),
-                "options": {s.name: s.describe() for s in g.option_specs},
-                "levels": catalog_levels(g.name),
-            }
-            for g in available_games()
-        ]
     )
 
 

@@ -59,6 +59,7 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from kibitz.server import app as server_app
+from kibitz.server.appkeys import HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
 from kibitz.server.hub import CLOSE_SLOW, MAX_QUEUED_BYTES, SLOW_CLOSE_GRACE_S, Connection
 from kibitz.server.limits import address_group
 from kibitz.shared import fastjson
@@ -172,9 +173,9 @@ class Edge:
         on this node in all (None: :func:`open_socket_cap`; 0: no cap)."""
         self.app = app
         self.http = http
-        self.hub = app[server_app.HUB_KEY]
-        self.compress = app[server_app.WS_COMPRESSION_KEY]
-        limits = app[server_app.LIMITS_KEY]
+        self.hub = app[HUB_KEY]
+        self.compress = app[WS_COMPRESSION_KEY]
+        limits = app[LIMITS_KEY]
         if max_sockets_per_address is None:
             max_sockets_per_address = limits.connections_per_address + SOCKETS_OVER_CONNECTIONS
         self.max_sockets = max_sockets_per_address

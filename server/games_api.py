@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from kibitz.server import analysis, export, query
-from kibitz.server import app as server_app
+from kibitz.server.appkeys import ARCHIVE_KEY, LIMITS_KEY, REDIS_KEY, SERVICE_KEY
 from kibitz.server.archive import ArchiveError
 from kibitz.server.chat import record_chat
 from kibitz.server.limits import client_address
@@ -31,6 +31,7 @@ from kibitz.server.records import record_of
 from kibitz.server.room import RoomError
 from kibitz.shared.games import available_games, find_game
 from kibitz.shared.protocol import error_message
+from kibitz.shared.search.strength import catalog_levels
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -56,7 +57,7 @@ def _error(status: int, code: str, message: str) -> web.Response:
 
 async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | None:
     """The record of ``game_id``: from Redis while it holds the room, else the archive."""
-    service = request.app[server_app.SERVICE_KEY]
+    service = request.app[SERVICE_KEY]
     try:
         room = await service.get(game_id)
     except RoomError:
@@ -64,10 +65,10 @@ async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | No
     if room is not None:
         events, chat = await asyncio.gather(
             service.store.events_since(room.id, -1),
-            record_chat(request.app[server_app.REDIS_KEY], room.id),
+            record_chat(request.app[REDIS_KEY], room.id),
         )
         return record_of(room, events, chat)
-    return await request.app[server_app.ARCHIVE_KEY].get(game_id)
+    return await request.app[ARCHIVE_KEY].get(game_id)
 
 
 async def _record_or_404(request: web.Request) -> dict[str, Any] | web.Response:
@@ -154,13 +155,13 @@ async def start_analysis(request: web.Request) -> web.Response:
             "analysis/too_long",
             f"games of up to {analysis.MAX_POSITIONS - 1} plies can be analysed",
         )
-    archive = request.app[server_app.ARCHIVE_KEY]
+    archive = request.app[ARCHIVE_KEY]
     stored = await archive.get_analysis(game_id)
     if stored is not None and stored.get("status") == "done":
         return web.json_response(stored)
-    queue = analysis.AnalysisQueue(request.app[server_app.REDIS_KEY])
+    queue = analysis.AnalysisQueue(request.app[REDIS_KEY])
     address = client_address(
-        request.remote, request.headers, request.app[server_app.LIMITS_KEY].trusted_proxies
+        request.remote, request.headers, request.app[LIMITS_KEY].trusted_proxies
     )
     outcome = await queue.start(record, address)
     if outcome == analysis.StartOutcome.BUSY:
@@ -187,10 +188,10 @@ async def get_analysis(request: web.Request) -> web.Response:
     """A game's analysis: stored (``done`` or ``failed``) or under way (``queued`` or
     ``running``, with the evaluations in so far); 404 when there is none."""
     game_id = request.match_info["id"]
-    stored = await request.app[server_app.ARCHIVE_KEY].get_analysis(game_id)
+    stored = await request.app[ARCHIVE_KEY].get_analysis(game_id)
     if stored is not None:
         return web.json_response(stored)
-    status = await analysis.AnalysisQueue(request.app[server_app.REDIS_KEY]).status(game_id)
+    status = await analysis.AnalysisQueue(request.app[REDIS_KEY]).status(game_id)
     if status is not None:
         return web.json_response(status)
     if await load_record(request, game_id) is None:
@@ -201,16 +202,32 @@ async def get_analysis(request: web.Request) -> web.Response:
 # -- the list of games -------------------------------------------------------------------------
 
 
+def catalogue() -> web.Response:
+    """The kinds of game: name, title, players, options and the AI's levels of each."""
+    return web.json_response(
+        [
+            {
+                "name": g.name,
+                "title": g.title,
+                "players": list(g.players),
+                "options": {s.name: s.describe() for s in g.option_specs},
+                "levels": catalog_levels(g.name),
+            }
+            for g in available_games()
+        ]
+    )
+
+
 async def list_games(request: web.Request) -> web.Response:
     """Played games, newest first: ``{"games": [record, ...], "next": cursor | null}``."""
     if not any(name in request.query for name in LIST_PARAMETERS):
-        return await server_app.api_games(request)
+        return catalogue()
     try:
         player, game, limit, before = _list_parameters(request.query)
     except query.QueryError as exc:
         return query.refusal(exc)
     try:
-        games, cursor = await request.app[server_app.ARCHIVE_KEY].list(player, game, limit, before)
+        games, cursor = await request.app[ARCHIVE_KEY].list(player, game, limit, before)
     except ArchiveError:
         return _error(400, "query/invalid", "before must be a cursor from an earlier page")
     return web.json_response({"games": games, "next": cursor})

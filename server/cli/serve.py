@@ -20,7 +20,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kibitz.server.app import LIMITS_KEY, LISTENING_ORIGINS_KEY, REDIS_POOL_SIZE, create_app
+from kibitz.server.app import REDIS_POOL_SIZE, create_app
+from kibitz.server.appkeys import LIMITS_KEY, LISTENING_ORIGINS_KEY
 from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
 from kibitz.server.archiver import Lifetimes
 from kibitz.server.clocks import FIRST_MOVE_MS

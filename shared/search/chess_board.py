@@ -40,19 +40,29 @@ from kibitz.shared.games.chess import (
     Chess,
     ChessState,
 )
+from kibitz.shared.search.chess_attacks import (
+    _DIAG_A,
+    _DIAG_M,
+    _FILE_A,
+    _FILE_M,
+    _KING,
+    _KNIGHT,
+    _PAWN_ATT,
+    _RANK_A,
+    _RANK_M,
+    BISHOP,
+    KING,
+    KNIGHT,
+    PAWN,
+    QUEEN,
+    ROOK,
+    attacked,
+)
 from kibitz.shared.search.evaluation.chess import _BLACK_VALUE, _WHITE_VALUE
 
-PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = 1, 2, 3, 4, 5, 6
 WHITE, BLACK = 8, 0  # colour parts of a piece code
 
 _ALL = chess.BB_ALL
-_KNIGHT = chess.BB_KNIGHT_ATTACKS
-_KING = chess.BB_KING_ATTACKS
-#: _PAWN_ATT[colour bit][sq]: squares a pawn of that colour (1 White) on sq attacks.
-_PAWN_ATT = chess.BB_PAWN_ATTACKS
-_DIAG_M, _DIAG_A = chess.BB_DIAG_MASKS, chess.BB_DIAG_ATTACKS
-_FILE_M, _FILE_A = chess.BB_FILE_MASKS, chess.BB_FILE_ATTACKS
-_RANK_M, _RANK_A = chess.BB_RANK_MASKS, chess.BB_RANK_ATTACKS
 _LINE = chess.BB_RAYS  # the whole line through two squares (0 when not aligned)
 _RANK_1, _RANK_8 = chess.BB_RANK_1, chess.BB_RANK_8
 _RANK_3, _RANK_6 = chess.BB_RANK_3, chess.BB_RANK_6
@@ -127,21 +137,6 @@ class Board:
 
 
 _new = object.__new__
-
-
-def attacked(bb: list[int], them: int, sq: int, occ: int) -> int:
-    """The pieces of colour ``them`` (8 or 0) that attack ``sq`` with occupancy ``occ``."""
-    queens = bb[them | QUEEN]
-    return (
-        (_KNIGHT[sq] & bb[them | KNIGHT])
-        | (_KING[sq] & bb[them | KING])
-        | (_PAWN_ATT[(them >> 3) ^ 1][sq] & bb[them | PAWN])
-        | (_DIAG_A[sq][_DIAG_M[sq] & occ] & (bb[them | BISHOP] | queens))
-        | (
-            (_RANK_A[sq][_RANK_M[sq] & occ] | _FILE_A[sq][_FILE_M[sq] & occ])
-            & (bb[them | ROOK] | queens)
-        )
-    )
 
 
 def checkers_of(b: Board) -> int:

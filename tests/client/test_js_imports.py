@@ -21,8 +21,6 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "client" / "static"
 
@@ -349,14 +347,6 @@ def test_only_the_store_changes_the_shared_state() -> None:
     )
 
 
-# The cycles found when this check was written (server/app.py imports games_api for its
-# routes; games_api.py imports app for its AppKeys and api_games).
-PYTHON_CYCLES_TODAY = "kibitz.server.app -> kibitz.server.games_api -> kibitz.server.app"
-
-
-@pytest.mark.xfail(
-    strict=True, reason=f"Python import cycles not yet removed: {PYTHON_CYCLES_TODAY}"
-)
 def test_the_python_modules_import_no_cycle() -> None:
     graph = python_graph()
     assert len(graph) > 50, "the modules were not found"

@@ -15,6 +15,7 @@ from typing import Any
 
 import chess
 
+from kibitz.shared.search.chess_attacks import attacked
 from kibitz.shared.search.evaluation.base import Evaluation
 
 VALUES = (0, 100, 300, 300, 500, 950, 0)  # by python-chess piece type (1 pawn .. 6 king)
@@ -336,9 +337,6 @@ class BoardEvaluation(ChessEvaluation):
 
     def __init__(self, game: Any) -> None:
         super().__init__(game)
-        # Imported here: the board module reads this module's tables.
-        from kibitz.shared.search.chess_board import attacked
-
         self._attacked = attacked
         self._structure_cache: dict[tuple[int, int, int, int], tuple[int, int]] = {}
 
