@@ -91,45 +91,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the database"
     )  # fmt: skip
     defaults_ms = Lifetimes()
-    lifetimes.add_argument(
-        "--finished-ttl",
-        type=float,
-        default=_env_float("KIBITZ_FINISHED_TTL", defaults_ms.finished_ttl_ms / 1000),
-        help="a finished game, once archived (default: %(default)s)",
-    )
-    lifetimes.add_argument(
-        "--waiting-ttl",
-        type=float,
-        default=_env_float("KIBITZ_WAITING_TTL", defaults_ms.waiting_ttl_ms / 1000),
-        help="a room nobody joins (default: %(default)s)",
-    )
-    lifetimes.add_argument(
-        "--idle-game-limit",
-        type=float,
-        default=_env_float("KIBITZ_IDLE_GAME_LIMIT", defaults_ms.idle_game_limit_ms / 1000),
-        help="an untimed game with no move is ended as abandoned (default: %(default)s)",
-    )
-    lifetimes.add_argument(
-        "--unstarted-ttl",
-        type=float,
-        default=_env_float("KIBITZ_UNSTARTED_TTL", defaults_ms.unstarted_ttl_ms / 1000),
-        help="an untimed game nobody has moved in is aborted (not archived) after this "
-        "long without a change (default: %(default)s)",
-    )
-    lifetimes.add_argument(
-        "--abandon-after",
-        type=float,
-        default=_env_float("KIBITZ_ABANDON_AFTER", defaults_ms.abandon_after_ms / 1000),
-        help="an untimed game both of whose players have been gone this long is ended as "
-        "abandoned (default: %(default)s)",
-    )
-    lifetimes.add_argument(
-        "--abandon-ai-after",
-        type=float,
-        default=_env_float("KIBITZ_ABANDON_AI_AFTER", defaults_ms.abandon_ai_after_ms / 1000),
-        help="the same for an untimed game against the AI whose player has been gone "
-        "(default: %(default)s)",
-    )
+    for flag, env, field, text in (  # fmt: skip
+        ("--finished-ttl", "KIBITZ_FINISHED_TTL", "finished_ttl_ms",
+         "a finished game, once archived (default: %(default)s)"),
+        ("--waiting-ttl", "KIBITZ_WAITING_TTL", "waiting_ttl_ms",
+         "a room nobody joins (default: %(default)s)"),
+        ("--idle-game-limit", "KIBITZ_IDLE_GAME_LIMIT", "idle_game_limit_ms",
+         "an untimed game with no move is ended as abandoned (default: %(default)s)"),
+        ("--unstarted-ttl", "KIBITZ_UNSTARTED_TTL", "unstarted_ttl_ms",
+         "an untimed game nobody has moved in is aborted (not archived) after this "
+         "long without a change (default: %(default)s)"),
+        ("--abandon-after", "KIBITZ_ABANDON_AFTER", "abandon_after_ms",
+         "an untimed game both of whose players have been gone this long is ended as "
+         "abandoned (default: %(default)s)"),
+        ("--abandon-ai-after", "KIBITZ_ABANDON_AI_AFTER", "abandon_ai_after_ms",
+         "the same for an untimed game against the AI whose player has been gone "
+         "(default: %(default)s)"),
+    ):
+        lifetimes.add_argument(
+            flag, type=float, help=text,
+            default=_env_float(env, getattr(defaults_ms, field) / 1000),
+        )
     limits = parser.add_argument_group(
         "limits", "what one client address may use, counted across all nodes in Redis"
     )

@@ -29,8 +29,6 @@ from kibitz.server.cli.serve import spawn_server
 from kibitz.server.embedded_redis import EmbeddedRedis, free_port
 from kibitz.workers.lifeline import LIFELINE_FD_ENV, NODE_PID_ENV
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-
 GONE_WITHIN_S = 5.0
 
 
@@ -52,22 +50,26 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] not in ("Z", "X")
 
 
-def workers_of(pid: int) -> list[int]:
-    """The live ``kibitz worker`` children of process ``pid``."""
+def children_of(pid: int, *marks: bytes) -> list[int]:
+    """The live children of process ``pid`` whose command line holds every one of
+    ``marks`` (read from /proc: CI runs on Linux)."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = stat_fields(int(entry.name))
+        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
         if fields is None or fields[1] != str(pid) or fields[0] == "Z":
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"kibitz" in cmdline and b"\0worker" in cmdline:
+        if all(mark in cmdline for mark in marks):
             found.append(int(entry.name))
     return sorted(found)
+
+
+def workers_of(pid: int) -> list[int]:
+    """The live ``kibitz worker`` children of process ``pid``."""
+    return children_of(pid, b"kibitz", b"\0worker")
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, poll: float = 0.05) -> bool:
@@ -280,18 +282,7 @@ def test_kill_9_of_a_worker_pool_parent_takes_its_children(redis_server: Embedde
 
 def _python_children(pid: int) -> list[int]:
     """The multiprocessing children (not its resource tracker) of ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
-        if fields is None or fields[1] != str(pid) or fields[0] == "Z":
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"spawn_main" in cmdline:
-            found.append(int(entry.name))
-    return sorted(found)
+    return children_of(pid, b"spawn_main")
 
 
 # -- Redis dies under a standalone worker -----------------------------------------------
