@@ -135,7 +135,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from kibitz.server.cli.serve import served
-    from kibitz.server.embedded_redis import EmbeddedRedis
+    from kibitz.shared.bus.embedded import EmbeddedRedis
 
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -120,7 +120,7 @@ async def _no_rooms(redis: aioredis.Redis) -> bool:
 async def measure(
     url: str, redis_url: str, database: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    from kibitz.server.archive import Archive
+    from kibitz.server.archive.database import Archive
 
     redis = aioredis.from_url(redis_url, decode_responses=True)
     archive = await Archive.open(database)
@@ -186,7 +186,7 @@ async def _count_is(archive: Any, n: int) -> bool:
 def bench_database(database: str, args: argparse.Namespace) -> dict[str, Any]:
     """A private Redis and node archiving into ``database``; the figures."""
     from kibitz.server.cli.serve import served
-    from kibitz.server.embedded_redis import EmbeddedRedis
+    from kibitz.shared.bus.embedded import EmbeddedRedis
 
     with (
         tempfile.TemporaryDirectory() as tmp,

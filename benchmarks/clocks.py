@@ -13,7 +13,7 @@ answers the server's ping frames L ms late and sends each move L ms after its th
 think + L unless its lag credit makes up for it. The first phase (L = 0) is plain
 loopback, where the error must stay within ``--tolerance-ms``; so must phases whose lag is
 under the per-move credit cap. Every phase checks that no credit exceeds the quota
-(the cap and what is left of the seat's bank, replayed from the rule in server/clocks.py).
+(the cap and what is left of the seat's bank, replayed from the rule in server/domain/clocks.py).
 
 The last line is JSON: ``{"bench": "clocks", "phases": [...], "ok": true|false}``.
 """
@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 
-from kibitz.server import clocks
+from kibitz.server.domain import clocks
 
 INITIAL_MS = 600_000
 INCREMENT_MS = 1_000
@@ -261,7 +261,7 @@ async def play_game(
                     f"  credit {credit:3} (quota {quota:4})  down {down:5.1f}  "
                     f"up {row['up_ms']:6.1f}  left {after[mover]}"
                 )
-        # The bank as the rule keeps it (server/clocks.py), untimed first moves included.
+        # The bank as the rule keeps it (server/domain/clocks.py), untimed first moves included.
         banks[mover] = min(clocks.LAG_BANK_MAX_MS, banks[mover] - credit + clocks.LAG_BANK_GAIN_MS)
         last_clocks = list(after)
         if states[mover]["status"] != "playing":
@@ -297,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(measure(args.url, args))
     else:
         from kibitz.server.cli.serve import served
-        from kibitz.server.embedded_redis import EmbeddedRedis
+        from kibitz.shared.bus.embedded import EmbeddedRedis
 
         with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
             with served(

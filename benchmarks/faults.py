@@ -38,7 +38,7 @@ from typing import Any
 import redis
 
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.server.fairness import WORKERS_LIVE
+from kibitz.shared.bus.fair_queue import WORKERS_LIVE
 from kibitz.workers.worker import WorkerConfig
 
 NEWCOMER, VICTIM = "127.0.0.3", "127.0.0.4"
@@ -121,7 +121,7 @@ def measure(
 ) -> dict[str, Any]:
     """Both measurements on a private Redis, server and ``workers`` worker processes."""
     from kibitz.server.cli.serve import served
-    from kibitz.server.embedded_redis import EmbeddedRedis
+    from kibitz.shared.bus.embedded import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as store:
         limit = (

@@ -449,7 +449,7 @@ def _metric(url: str, name: str) -> float:
 def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
     """The bench on a private cluster: ``args.nodes`` nodes on one private Redis."""
     from kibitz.server.cli.serve import spawn_server
-    from kibitz.server.embedded_redis import EmbeddedRedis
+    from kibitz.shared.bus.embedded import EmbeddedRedis
 
     with (
         tempfile.TemporaryDirectory() as tmp,

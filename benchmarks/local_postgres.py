@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kibitz.server.embedded_redis import free_port
+from kibitz.shared.bus.embedded import free_port
 
 
 class LocalPostgresError(RuntimeError):

@@ -52,7 +52,7 @@ class Cluster:
     """One Redis on a fixed port and data directory (so it can be restarted) and two nodes."""
 
     def __init__(self, root: Path) -> None:
-        from kibitz.server.embedded_redis import EmbeddedRedis
+        from kibitz.shared.bus.embedded import EmbeddedRedis
 
         self.root = root  # also the nodes' --data-dir (their SQLite game archive)
         self.redis = EmbeddedRedis(root / "redis", persist=True).start()

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     depth = args.depth or DEPTHS[args.game]
     positions = _positions(args.game, args.jobs, args.seed)
-    from kibitz.server.embedded_redis import EmbeddedRedis
+    from kibitz.shared.bus.embedded import EmbeddedRedis
 
     rates: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as store:

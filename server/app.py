@@ -28,9 +28,6 @@ from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from kibitz.server import analysis, export, games_api, query
-from kibitz.server import room as rooms
-from kibitz.server.analysis import AnalysisCollector
 from kibitz.server.appkeys import (
     ARCHIVE_KEY,
     CHAT_KEY,
@@ -48,10 +45,29 @@ from kibitz.server.appkeys import (
     TASKS_KEY,
     WS_COMPRESSION_KEY,
 )
-from kibitz.server.archive import Archive, display_url
-from kibitz.server.archiver import Archiver, Lifetimes
-from kibitz.server.background import raise_if_stopping, stop_tasks
-from kibitz.server.chat import (
+from kibitz.server.archive.database import Archive, display_url
+from kibitz.server.domain import export
+from kibitz.server.domain import room as rooms
+from kibitz.server.domain.clocks import FIRST_MOVE_MS
+from kibitz.server.domain.room import Room, RoomError, new_token, seat_for_token
+from kibitz.server.fanout.hub import Connection, Hub
+from kibitz.server.gateway.limits import (
+    AddressLimiter,
+    LimitExceeded,
+    Limits,
+    client_address,
+    origin_allowed,
+)
+from kibitz.server.http import games as games_api
+from kibitz.server.http import query
+from kibitz.server.loops.archiver import Archiver, Lifetimes
+from kibitz.server.loops.background import raise_if_stopping, stop_tasks
+from kibitz.server.loops.deadlines import DeadlineSweeper
+from kibitz.server.loops.results import ResultsConsumer
+from kibitz.server.metrics import Metrics
+from kibitz.server.services import analysis
+from kibitz.server.services.analysis import AnalysisCollector
+from kibitz.server.services.chat import (
     Channel,
     ChatRate,
     ChatStore,
@@ -60,30 +76,17 @@ from kibitz.server.chat import (
     check_text,
     sender,
 )
-from kibitz.server.clocks import FIRST_MOVE_MS
-from kibitz.server.deadlines import DeadlineSweeper
-from kibitz.server.fairness import WAITING
-from kibitz.server.hub import Connection, Hub
-from kibitz.server.limits import (
-    AddressLimiter,
-    LimitExceeded,
-    Limits,
-    client_address,
-    origin_allowed,
-)
-from kibitz.server.metrics import Metrics
-from kibitz.server.redis_link import Address, LinkedRedis, RedisLink
-from kibitz.server.results import ResultsConsumer
-from kibitz.server.room import Room, RoomError, new_token, seat_for_token
-from kibitz.server.seeks import (
+from kibitz.server.services.rooms import RoomService
+from kibitz.server.services.seeks import (
     MAX_ROOMS_PAGE,
     SEEKS_CHANNEL,
     Seeks,
     live_rooms_page,
     lobby_game,
 )
-from kibitz.server.service import RoomService
 from kibitz.server.store import ARCHIVE, HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
+from kibitz.shared.bus.fair_queue import WAITING
+from kibitz.shared.bus.link import Address, LinkedRedis, RedisLink
 from kibitz.shared.games import Outcome, find_game
 from kibitz.shared.protocol import (
     MAX_FRAME_BYTES,
@@ -136,9 +139,6 @@ HEALTH_TIMEOUT_S = 1.0  # /healthz answers within about this long, whatever Redi
 RESUME_REPLAY = 50  # most versions replayed one by one on resume; past that, a resync
 
 
-
-
-
 def static_dir() -> Path:
     return Path(str(resources.files("kibitz.client").joinpath("static")))
 
@@ -147,7 +147,7 @@ def command_client(redis_url: str, pool_size: int) -> LinkedRedis:
     """The node's Redis client for commands.
 
     Its one-shot commands (a move's commit, presence, chat, limits) share one pipelined
-    connection, the :class:`~kibitz.server.redis_link.RedisLink`. Blocking reads and
+    connection, the :class:`~kibitz.shared.bus.link.RedisLink`. Blocking reads and
     transactions use a bounded pool that waits for a free connection (up to
     REDIS_POOL_WAIT_S) instead of failing or growing without limit.
 
@@ -202,7 +202,7 @@ def create_app(
         app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
         log.info("finished games go to %s", display_url(database_url))
         # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
-        # listener waits indefinitely, on a subscription of its own (server/hub.py).
+        # listener waits indefinitely, on a subscription of its own (server/fanout/hub.py).
         redis = command_client(redis_url, redis_pool)
         await redis.ping()
         store = RoomStore(redis, app[NODE_KEY], lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
@@ -390,7 +390,10 @@ async def api_record(request: web.Request) -> web.Response:
         outcome = Outcome(**room.result) if room.result else None
         start = game.parse_position(room.start)
         record[game.record_format] = game.export_record(
-            start, moves, outcome, export.tags(headers)  # escaped: names are typed by people
+            start,
+            moves,
+            outcome,
+            export.tags(headers),  # escaped: names are typed by people
         )
     return web.json_response(record)
 
@@ -433,7 +436,7 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
     out["jobs"]["queued"] = await redis.hlen(WAITING)
     # Finished games not yet in the database (each leaves once an archiver has written it).
     out["archive"] = {"backlog": await redis.xlen(ARCHIVE)}
-    # Game analyses under way and their position jobs not yet done (server/analysis.py).
+    # Game analyses under way and their position jobs not yet done (server/services/analysis.py).
     out["analysis"] = {
         "active": await redis.zcard(analysis.ACTIVE),
         "jobs": await redis.xlen(analysis.JOBS),
@@ -457,7 +460,8 @@ class Refusal(Exception):
 async def admit(app: web.Application, remote: str | None, headers: Mapping[str, str]) -> str:
     """Decide whether a WebSocket handshake may go ahead; the client's address (counted in
     the per-address connections: :func:`session_closed` counts it out), or :class:`Refusal`.
-    The same checks for both ways a socket arrives (server/edge.py and the aiohttp route)."""
+    The same checks for both ways a socket arrives (server/gateway/edge.py and the aiohttp
+    route)."""
     limits = app[LIMITS_KEY]
     listening: set[str] = app[LISTENING_ORIGINS_KEY]
     own = limits.public_origins or frozenset(listening)
@@ -509,7 +513,7 @@ async def address_closed(app: web.Application, address: str) -> None:
 
 async def websocket(request: web.Request) -> web.StreamResponse:
     """``GET /ws`` on a connection aiohttp already serves: a WebSocket upgrade on a
-    kept-alive HTTP connection (a fresh connection's upgrade is taken by server/edge.py
+    kept-alive HTTP connection (a fresh connection's upgrade is taken by server/gateway/edge.py
     before aiohttp sees it), or a request that is no valid upgrade (answered 400 before
     anything is counted: only a WebSocket that opens holds one of its address's places)."""
     app = request.app
@@ -517,7 +521,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         max_msg_size=HARD_FRAME_LIMIT,
         heartbeat=30,
         compress=app[WS_COMPRESSION_KEY],
-        autoping=False,  # pongs are ours to read: they measure the lag (server/lag.py)
+        autoping=False,  # pongs are ours to read: they measure the lag (server/gateway/lag.py)
     )
     if not ws.can_prepare(request).ok:  # aiohttp's own 400 says why; nothing counted in
         await ws.prepare(request)  # raises web.HTTPBadRequest

@@ -10,13 +10,13 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from kibitz.server.archive import Archive
-from kibitz.server.chat import ChatStore
-from kibitz.server.hub import Hub
-from kibitz.server.limits import AddressLimiter, Limits
+from kibitz.server.archive.database import Archive
+from kibitz.server.fanout.hub import Hub
+from kibitz.server.gateway.limits import AddressLimiter, Limits
 from kibitz.server.metrics import Metrics
-from kibitz.server.seeks import Seeks
-from kibitz.server.service import RoomService
+from kibitz.server.services.chat import ChatStore
+from kibitz.server.services.rooms import RoomService
+from kibitz.server.services.seeks import Seeks
 from kibitz.server.store import RoomStore
 
 STORE_KEY = web.AppKey("store", RoomStore)

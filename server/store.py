@@ -40,7 +40,7 @@ Every room key has a bounded lifetime: a waiting room's keys expire after
 ``waiting_ttl_ms`` unless somebody joins (the commit that starts the game removes the
 TTL); the commit that ends a game queues the room on ``archive`` in the same atomic step,
 and the archiver gives the keys a TTL once the game is in the database. An aborted game
-(:func:`kibitz.server.room.is_aborted`) is not archived: the commit that ends it gives its
+(:func:`kibitz.server.domain.room.is_aborted`) is not archived: the commit that ends it gives its
 keys ``finished_ttl_ms`` at once. A playing game nobody plays on is ended by the
 archiver's sweep (archiver.py), so it reaches one of these ends too.
 """
@@ -53,10 +53,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from kibitz.server import fairness
-from kibitz.server.fairness import LUA_FUNCTIONS, AsyncFairQueue
-from kibitz.server.room import Presence, Room, RoomError, is_aborted
+from kibitz.server.domain.room import Presence, Room, RoomError, is_aborted
 from kibitz.shared import fastjson
+from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus.fair_queue import LUA_FUNCTIONS, AsyncFairQueue
 from kibitz.shared.protocol import Job
 
 PREFIX = "kibitz:"

@@ -142,9 +142,7 @@ def _text(
 #: category Cc) and the format characters (Cf): line and paragraph separators, and the
 #: bidirectional embeddings, overrides and isolates that can make the text around them
 #: read as something else (these last are Cf too: listed for the reader).
-REFUSED_CHARACTERS = frozenset(
-    "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
+REFUSED_CHARACTERS = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 #: The format characters (Cf) allowed: ZWNJ U+200C (Persian and Indic scripts need it)
 #: and ZWJ U+200D (emoji sequences). Every other one is refused: invisible marks (RLM,
 #: ALM, ZWSP, BOM, word joiner, soft hyphen, tag characters...) make look-alike names.

@@ -15,7 +15,7 @@ import pytest
 
 from kibitz.benchmarks.local_postgres import LocalPostgres, find_pg_bin
 from kibitz.server.cli.serve import spawn_server
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 
 
 @pytest.fixture(scope="session", autouse=True)

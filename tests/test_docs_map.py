@@ -1,7 +1,8 @@
 """The map stays true: every module, symbol and test docs/architecture.md names exists.
 
-docs/architecture.md cites code as backticked paths (`server/room.py`), optionally with the
-symbols they define (`server/room.py::play_move`, `server/service.py::RoomService.move`,
+docs/architecture.md cites code as backticked paths (`server/domain/room.py`), optionally with the
+symbols they define (`server/domain/room.py::play_move`,
+`server/services/rooms.py::RoomService.move`,
 `tests/server/test_rooms.py::test_two_nodes_share_rooms`). This test reads every such
 citation and fails when a path is gone or a named function, class or constant is not
 defined in that file, so the map cannot drift from the tree. It also checks that "Who
@@ -157,17 +158,18 @@ def test_sections_named_by_other_documents_exist() -> None:
 
 def test_a_made_up_citation_or_section_is_caught() -> None:
     made_up = (
-        "| a move | `server/room.py::play_move` | `tests/server/test_room.py::test_nowhere` |\n"
+        "| a move | `server/domain/room.py::play_move` "
+        "| `tests/server/domain/test_room.py::test_nowhere` |\n"
         "| a flag | `server/nowhere.py` | `tests/server/test_clocks.py`, `test_gone_too` |\n"
-        "| a class | `server/service.py::RoomService.no_such_method` | |\n"
+        "| a class | `server/services/rooms.py::RoomService.no_such_method` | |\n"
     )
     assert citation_problems(made_up) == [
-        "tests/server/test_room.py::test_nowhere: test_nowhere is not defined there",
+        "tests/server/domain/test_room.py::test_nowhere: test_nowhere is not defined there",
         "server/nowhere.py: no such file or folder",
         "tests/server/test_clocks.py::test_gone_too: test_gone_too is not defined there",
-        "server/service.py::RoomService.no_such_method: no_such_method is not defined there",
+        "server/services/rooms.py::RoomService.no_such_method: no_such_method is not defined there",
     ]
-    assert citation_problems("| ok | `server/room.py::Room.snapshot` | |") == []
+    assert citation_problems("| ok | `server/domain/room.py::Room.snapshot` | |") == []
     made_up_reference = "see docs/performance.md, *No such section*."
     assert section_reference_problems(made_up_reference, ROOT / "docs") == [
         "docs/performance.md has no section 'No such section'"

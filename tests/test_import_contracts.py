@@ -33,8 +33,12 @@ FOLDERS = {
     "client": "client",
     "benchmarks": "benchmarks",
 }
-LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-        "sys.exit(lint_imports_command())"]
+LINT = [
+    sys.executable,
+    "-c",
+    "import sys; from importlinter.cli import lint_imports_command; "
+    "sys.exit(lint_imports_command())",
+]
 
 
 def config() -> dict[str, Any]:
@@ -51,7 +55,12 @@ def lint(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     """``lint-imports`` with pyproject.toml of ``cwd``, no cache, bounded in time."""
     return subprocess.run(
         [*LINT, "--no-cache", "--no-logo"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -61,13 +70,14 @@ def test_contracts_hold() -> None:
     assert "0 broken" in result.stdout, result.stdout
 
 
-def _cycles(graph: grimp.ImportGraph, modules: set[str], skip: set[tuple[str, str]]) -> (
-    list[list[str]]
-):
+def _cycles(
+    graph: grimp.ImportGraph, modules: set[str], skip: set[tuple[str, str]]
+) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
     edges = {
         m: sorted(
-            x for x in graph.find_modules_directly_imported_by(m)
+            x
+            for x in graph.find_modules_directly_imported_by(m)
             if x in modules and (m, x) not in skip
         )
         for m in modules
@@ -136,11 +146,11 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 #: contract id -> (file of the copy, the violating line added to it).
 VIOLATIONS = {
-    "shared-imports-nothing-of-ours": ("shared/fastjson.py", "import kibitz.server.room"),
+    "shared-imports-nothing-of-ours": ("shared/fastjson.py", "import kibitz.server.domain.room"),
     "shared-no-io": ("shared/fastjson.py", "import socket"),
     "client-not-server": ("client/bot.py", "import kibitz.server.store"),
-    "workers-not-server": ("workers/engines.py", "import kibitz.server.hub"),
-    "no-cycles": ("server/room.py", "import kibitz.server.store"),
+    "workers-not-server": ("workers/engines.py", "import kibitz.server.fanout.hub"),
+    "no-cycles": ("server/domain/room.py", "import kibitz.server.store"),
 }
 
 
@@ -151,7 +161,8 @@ def pristine_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("layout")
     for name, folder in FOLDERS.items():
         shutil.copytree(
-            ROOT / folder, base / "kibitz" / name,
+            ROOT / folder,
+            base / "kibitz" / name,
             ignore=shutil.ignore_patterns("__pycache__", "static", "*.pyc"),
         )
     shutil.copy(ROOT / "pyproject.toml", base / "pyproject.toml")

@@ -2,7 +2,7 @@
 
 ``kibitz serve`` starts its local workers with two environment variables: the node's pid
 (``KIBITZ_NODE_PID``) and the number of a file descriptor (``KIBITZ_LIFELINE_FD``): the
-read end of a pipe whose write end the node alone holds (server/local_workers.py). A
+read end of a pipe whose write end the node alone holds (server/loops/local_workers.py). A
 ``kibitz worker --concurrency N`` child has the same kind of link to its parent through
 multiprocessing (its parent sentinel). A worker with either stops as soon as any of these
 says its parent is gone:

@@ -14,11 +14,11 @@ frozen worker's job ever reaches the lease. The same thread watches the job's ro
 cancels the search when the room moves on (a resignation, say): a job nobody waits for
 posts no result. It also cuts a backlogged owner's search short (the best move so far is
 posted) when the fair queue has a newcomer waiting for a worker. Jobs reach the stream
-through the fair queue (``server/fairness.py``); each worker counts itself in the
+through the fair queue (``shared/bus/fair_queue.py``); each worker counts itself in the
 dispatch window with its heartbeat and admits the next jobs after each job and in each
 idle round.
 
-Analysis jobs (``server/analysis.py``) come on a stream of their own,
+Analysis jobs (``server/services/analysis.py``) come on a stream of their own,
 ``kibitz:analysis:jobs``, read through the same group: a worker takes one only when the
 live stream has nothing for it, searches it for a short fixed budget, and writes the
 evaluation straight into the analysis's Redis hash. Live moves therefore always go first:
@@ -49,8 +49,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from kibitz.server import analysis
-from kibitz.server.fairness import YIELD_AFTER_MS, FairQueue, owner_lane
+from kibitz.server.services import analysis
+from kibitz.shared.bus.fair_queue import YIELD_AFTER_MS, FairQueue, owner_lane
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
     MAX_PV,

@@ -22,13 +22,13 @@ from aiohttp import web
 
 from kibitz.server.app import REDIS_POOL_SIZE, create_app
 from kibitz.server.appkeys import LIMITS_KEY, LISTENING_ORIGINS_KEY
-from kibitz.server.archive import ArchiveUnavailable, display_url, sqlite_url
-from kibitz.server.archiver import Lifetimes
-from kibitz.server.clocks import FIRST_MOVE_MS
-from kibitz.server.edge import FD_RESERVE, HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
-from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.limits import Limits, listening_origins, parse_origin
-from kibitz.server.local_workers import Lifeline, LocalWorkers, stop_stale_workers
+from kibitz.server.archive.database import ArchiveUnavailable, display_url, sqlite_url
+from kibitz.server.domain.clocks import FIRST_MOVE_MS
+from kibitz.server.gateway.edge import FD_RESERVE, HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
+from kibitz.server.gateway.limits import Limits, listening_origins, parse_origin
+from kibitz.server.loops.archiver import Lifetimes
+from kibitz.server.loops.local_workers import Lifeline, LocalWorkers, stop_stale_workers
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.workers.engines import parse_engine_specs
 
 #: Connections waiting to be accepted, at most (aiohttp's own default).
@@ -92,24 +92,50 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )  # fmt: skip
     defaults_ms = Lifetimes()
     for flag, env, field, text in (  # fmt: skip
-        ("--finished-ttl", "KIBITZ_FINISHED_TTL", "finished_ttl_ms",
-         "a finished game, once archived (default: %(default)s)"),
-        ("--waiting-ttl", "KIBITZ_WAITING_TTL", "waiting_ttl_ms",
-         "a room nobody joins (default: %(default)s)"),
-        ("--idle-game-limit", "KIBITZ_IDLE_GAME_LIMIT", "idle_game_limit_ms",
-         "an untimed game with no move is ended as abandoned (default: %(default)s)"),
-        ("--unstarted-ttl", "KIBITZ_UNSTARTED_TTL", "unstarted_ttl_ms",
-         "an untimed game nobody has moved in is aborted (not archived) after this "
-         "long without a change (default: %(default)s)"),
-        ("--abandon-after", "KIBITZ_ABANDON_AFTER", "abandon_after_ms",
-         "an untimed game both of whose players have been gone this long is ended as "
-         "abandoned (default: %(default)s)"),
-        ("--abandon-ai-after", "KIBITZ_ABANDON_AI_AFTER", "abandon_ai_after_ms",
-         "the same for an untimed game against the AI whose player has been gone "
-         "(default: %(default)s)"),
+        (
+            "--finished-ttl",
+            "KIBITZ_FINISHED_TTL",
+            "finished_ttl_ms",
+            "a finished game, once archived (default: %(default)s)",
+        ),
+        (
+            "--waiting-ttl",
+            "KIBITZ_WAITING_TTL",
+            "waiting_ttl_ms",
+            "a room nobody joins (default: %(default)s)",
+        ),
+        (
+            "--idle-game-limit",
+            "KIBITZ_IDLE_GAME_LIMIT",
+            "idle_game_limit_ms",
+            "an untimed game with no move is ended as abandoned (default: %(default)s)",
+        ),
+        (
+            "--unstarted-ttl",
+            "KIBITZ_UNSTARTED_TTL",
+            "unstarted_ttl_ms",
+            "an untimed game nobody has moved in is aborted (not archived) after this "
+            "long without a change (default: %(default)s)",
+        ),
+        (
+            "--abandon-after",
+            "KIBITZ_ABANDON_AFTER",
+            "abandon_after_ms",
+            "an untimed game both of whose players have been gone this long is ended as "
+            "abandoned (default: %(default)s)",
+        ),
+        (
+            "--abandon-ai-after",
+            "KIBITZ_ABANDON_AI_AFTER",
+            "abandon_ai_after_ms",
+            "the same for an untimed game against the AI whose player has been gone "
+            "(default: %(default)s)",
+        ),
     ):
         lifetimes.add_argument(
-            flag, type=float, help=text,
+            flag,
+            type=float,
+            help=text,
             default=_env_float(env, getattr(defaults_ms, field) / 1000),
         )
     limits = parser.add_argument_group(
@@ -243,7 +269,7 @@ def max_sockets(args: argparse.Namespace) -> int:
 
 
 def file_budget(sockets_per_address: int) -> int:
-    """The open files a node should be allowed: FD_RESERVE (server/edge.py: the node never
+    """The open files a node should be allowed: FD_RESERVE (server/gateway/edge.py: the node never
     holds more client sockets than its limit less that) plus room for four addresses at
     their socket cap."""
     return FD_RESERVE + 4 * sockets_per_address
@@ -319,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
     # Local workers look for endgame tables (``kibitz tables``) in the same data directory.
     os.environ["KIBITZ_DATA_DIR"] = str(args.data_dir)
     # Workers that a crashed node left on this directory are stopped first, as a stale
-    # Redis is by EmbeddedRedis.start (server/local_workers.py).
+    # Redis is by EmbeddedRedis.start (server/loops/local_workers.py).
     stop_stale_workers(args.data_dir / "workers")
     embedded: EmbeddedRedis | None = None
     redis_url = args.redis
@@ -341,8 +367,14 @@ def run(args: argparse.Namespace) -> int:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             return runner.run(
                 _serve(
-                    app, args.host, args.port, redis_url, n_workers, list(args.engine),
-                    sockets_per_address=max_sockets(args), head_timeout=args.head_timeout,
+                    app,
+                    args.host,
+                    args.port,
+                    redis_url,
+                    n_workers,
+                    list(args.engine),
+                    sockets_per_address=max_sockets(args),
+                    head_timeout=args.head_timeout,
                     workers_dir=args.data_dir / "workers",
                 )  # fmt: skip
             )
@@ -360,7 +392,7 @@ def start_worker(
     """A local worker process. The URL (it may hold a password) goes through the
     environment, which other users cannot read, not the command line, which ps shows.
     ``engines`` are ``GAME=COMMAND`` specs passed on as its ``--engine`` options; with a
-    ``lifeline`` the worker stops when this node dies (server/local_workers.py)."""
+    ``lifeline`` the worker stops when this node dies (server/loops/local_workers.py)."""
     options = [arg for spec in engines or [] for arg in ("--engine", spec)]
     return subprocess.Popen(
         [sys.executable, "-m", "kibitz.server.cli", "worker", *options],
@@ -406,11 +438,11 @@ async def _serve(
     workers_dir: Path | None = None,
 ) -> int:
     # aiohttp's keep-alive timeout bounds the wait for each later request head on a
-    # kept-alive connection as the edge's head timeout bounds the first (server/edge.py).
+    # kept-alive connection as the edge's head timeout bounds the first (server/gateway/edge.py).
     runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=head_timeout)
     await runner.setup()
     assert runner.server is not None
-    # WebSockets are served by the edge, the rest by aiohttp (server/edge.py).
+    # WebSockets are served by the edge, the rest by aiohttp (server/gateway/edge.py).
     edge = Edge(app, runner.server, sockets_per_address, head_timeout)
     loop = asyncio.get_running_loop()
     listener = await loop.create_server(edge, host, port, backlog=LISTEN_BACKLOG)

@@ -1,10 +1,10 @@
 """What the server decides per game, stated by the game: its :class:`GamePolicy`.
 
 Rules say what a move does; policy says how the rest of kibitz treats the game: how far
-ahead an AI may think it is and still accept a draw (``server/room.py``), the unit and
+ahead an AI may think it is and still accept a draw (``server/domain/room.py``), the unit and
 thresholds its analysis is judged in and how long each analysed position is searched
-(``server/analysis.py``), the standard notation it exports besides JSON
-(``server/export.py``), which engine protocol can play it (``workers/engines.py``), and
+(``server/services/analysis.py``), the standard notation it exports besides JSON
+(``server/domain/export.py``), which engine protocol can play it (``workers/engines.py``), and
 how its bot levels 1..8 search (``shared/search/levels.py``; retuned by ``kibitz
 calibrate``).
 

@@ -17,7 +17,7 @@ import pytest
 
 from kibitz.benchmarks.spectators import SpectatorError, Spectators
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.games import find_game
 from tests.conftest import ServerProcess, start_server
 

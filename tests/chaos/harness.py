@@ -42,7 +42,7 @@ import websockets
 import websockets.exceptions
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.embedded_redis import EmbeddedRedis, free_port
+from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
 from kibitz.shared.games import find_game
 from tests.chaos.proxy import TcpProxy
 from tests.conftest import ServerProcess, start_server

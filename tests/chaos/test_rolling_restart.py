@@ -29,7 +29,7 @@ import pytest
 import websockets
 
 from kibitz.client.connection import KibitzClient, ServerError, newer_than, ws_url
-from kibitz.server.embedded_redis import EmbeddedRedis, free_port
+from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
 from kibitz.shared.games import find_game
 from tests.conftest import ServerProcess, start_server
 

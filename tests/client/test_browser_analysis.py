@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from kibitz.client.connection import KibitzClient, new_player_key
 from tests.client.test_browser import NewPage
-from tests.server.test_games_api import FOOLS_MATE, play_chess
+from tests.server.http.test_games_api import FOOLS_MATE, play_chess
 
 pytestmark = pytest.mark.browser
 

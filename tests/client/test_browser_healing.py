@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.client.test_browser import BOARD, NewPage, create_game
 from tests.conftest import ServerProcess, start_server
 

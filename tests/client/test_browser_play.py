@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.client.test_browser import BOARD, NewPage, draughts_rows, open_lobby
 from tests.conftest import start_server
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kibitz.client.connection import Backoff, KibitzClient
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio

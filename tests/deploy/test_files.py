@@ -355,8 +355,8 @@ def test_units_budget_open_files() -> None:
     """A node holds a descriptor per client connection: its unit allows at least the
     budget `kibitz serve` asks for with the default caps."""
     from kibitz.server.cli.serve import file_budget
-    from kibitz.server.edge import SOCKETS_OVER_CONNECTIONS
-    from kibitz.server.limits import Limits
+    from kibitz.server.gateway.edge import SOCKETS_OVER_CONNECTIONS
+    from kibitz.server.gateway.limits import Limits
 
     cap = Limits().connections_per_address + SOCKETS_OVER_CONNECTIONS
     for unit in ("kibitz-serve.service", "kibitz-worker.service"):

@@ -27,7 +27,7 @@ import websockets
 
 from kibitz.client.bot import BEHIND_ERRORS, RESYNC_AFTER_S
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import ServerProcess, start_server
 from tests.deploy.nginx import Nginx, find_nginx, free_port
 

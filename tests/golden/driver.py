@@ -121,8 +121,10 @@ class Client:
                 break
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"{self.name}: not all of {len(predicates)} frames "
-                                     f"came within {EXPECT_S} s:\n" + "\n".join(self.lines[-10:]))
+                raise AssertionError(
+                    f"{self.name}: not all of {len(predicates)} frames "
+                    f"came within {EXPECT_S} s:\n" + "\n".join(self.lines[-10:])
+                )
             self._arrived.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), left)
@@ -130,8 +132,7 @@ class Client:
         assert all(line.startswith("< ") for line in received), received
         self.lines[start : start + len(predicates)] = ["-- any order:", *sorted(received)]
 
-    async def send_maybe_twice(self, message: Frame, expected: Predicate,
-                               maybe: Predicate) -> None:
+    async def send_maybe_twice(self, message: Frame, expected: Predicate, maybe: Predicate) -> None:
         """Send ``message``, wait for ``expected``, then ping: a frame matching ``maybe``
         that came in between is taken out of the log (with a fixed note). For a rematch
         offer or acceptance, the server adds a ``resync`` of the same version when the
@@ -143,11 +144,15 @@ class Client:
         await self.send({"type": "ping", "rid": "settle"})
         await self.expect(kind("pong", rid="settle"))
         window = self.lines[start:]
-        kept = [line for line in window
-                if not (line.startswith("< ") and maybe(json.loads(line[2:])))]
+        kept = [
+            line for line in window if not (line.startswith("< ") and maybe(json.loads(line[2:])))
+        ]
         assert len(window) - len(kept) <= 1, window
-        self.lines[start:] = [*kept[:1], "-- (maybe a resync of this version: not logged)",
-                              *kept[1:]]
+        self.lines[start:] = [
+            *kept[:1],
+            "-- (maybe a resync of this version: not logged)",
+            *kept[1:],
+        ]
 
     async def drop(self) -> None:
         """Close the connection (as a player whose network went away would, cleanly)."""
@@ -188,7 +193,8 @@ def kind(message_type: str, **fields: Any) -> Predicate:
 def state(version: int, event: str) -> Predicate:
     """The ``state`` of ``version`` whose event is ``event``."""
     return lambda f: (
-        f.get("type") == "state" and f.get("version") == version
+        f.get("type") == "state"
+        and f.get("version") == version
         and f.get("event", {}).get("kind") == event
     )
 
@@ -198,8 +204,8 @@ def error(code: str) -> Predicate:
 
 
 def chat(text: str) -> Predicate:
-    return lambda f: f.get("type") == "chat" and any(
-        m.get("text") == text for m in f.get("messages", [])
+    return lambda f: (
+        f.get("type") == "chat" and any(m.get("text") == text for m in f.get("messages", []))
     )
 
 
@@ -210,8 +216,9 @@ async def barrier(clients: list[Client]) -> None:
         await client.expect(kind("pong", rid="barrier"), "pong")
 
 
-async def http(session: aiohttp.ClientSession, base: str, method: str, path: str,
-               transcript: Transcript) -> tuple[int, str]:
+async def http(
+    session: aiohttp.ClientSession, base: str, method: str, path: str, transcript: Transcript
+) -> tuple[int, str]:
     """One request; its status, the headers that describe the body, and the body as sent
     go into the transcript (Date and Server vary, and say nothing of ours)."""
     async with session.request(method, base + path) as resp:
@@ -226,8 +233,9 @@ async def http(session: aiohttp.ClientSession, base: str, method: str, path: str
     return resp.status, body
 
 
-async def wait_gone(session: aiohttp.ClientSession, base: str, room: str,
-                    seconds: float = 60.0) -> None:
+async def wait_gone(
+    session: aiohttp.ClientSession, base: str, room: str, seconds: float = 60.0
+) -> None:
     """Until Redis has let the finished room go (so a record comes from the database)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

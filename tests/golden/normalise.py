@@ -129,9 +129,7 @@ def _replace_clocks(text: str, window_ms: tuple[int, int]) -> str:
     text = _CREDIT.sub(lambda m: m.group(1) + "MS", text)
     text = _CLK_COMMENT.sub(lambda m: f"[%{m.group(1)} CLK]", text)
     dates = _run_dates(window_ms)
-    return _DATE_TAG.sub(
-        lambda m: '[Date "DATE"]' if m.group(1) in dates else m.group(0), text
-    )
+    return _DATE_TAG.sub(lambda m: '[Date "DATE"]' if m.group(1) in dates else m.group(0), text)
 
 
 def _value_end(text: str, start: int) -> int:
@@ -163,8 +161,13 @@ def direct_layout(frame: str) -> str:
     players_end = _value_end(head, players_at + len(',"players":'))
     previous_end = _value_end(head, previous_at + len(',"previous_room":'))
     return (
-        head[:players_end] + seats + head[players_end:previous_end] + spectators
-        + head[previous_end:] + (tail.group(2) or "") + "}"
+        head[:players_end]
+        + seats
+        + head[players_end:previous_end]
+        + spectators
+        + head[previous_end:]
+        + (tail.group(2) or "")
+        + "}"
     )
 
 

@@ -72,36 +72,53 @@ class Table:
         return self.played
 
 
-async def seat_two(table: Table, game: str, extra: dict[str, object] | None = None) -> tuple[
-    Client, Client, str, str, str
-]:
+async def seat_two(
+    table: Table, game: str, extra: dict[str, object] | None = None
+) -> tuple[Client, Client, str, str, str]:
     """ann creates ``game`` in seat 0, bob joins: (ann, bob, room, ann's token, bob's)."""
     ann = await table.client("ann")
-    await ann.send({"type": "create", "game": game, "seat": 0, "name": "ann",
-                    "player_key": ANN_KEY, "rid": 1, **(extra or {})})
+    await ann.send(
+        {
+            "type": "create",
+            "game": game,
+            "seat": 0,
+            "name": "ann",
+            "player_key": ANN_KEY,
+            "rid": 1,
+            **(extra or {}),
+        }
+    )
     seat = await ann.expect(kind("seat", rid=1))
     room, ann_token = seat["room"], seat["token"]
     await ann.expect(state(0, "created"))
     bob = await table.client("bob")
-    await bob.send({"type": "join", "room": room, "name": "bob", "player_key": BOB_KEY,
-                    "rid": 1})
+    await bob.send({"type": "join", "room": room, "name": "bob", "player_key": BOB_KEY, "rid": 1})
     bob_token = (await bob.expect(kind("seat", rid=1)))["token"]
     await bob.expect(state(1, "joined"))
     await ann.expect(state(1, "joined"))
     return ann, bob, room, ann_token, bob_token
 
 
-async def move(mover: Client, others: list[Client], room: str, token: str, text: str,
-               version: int, event: str = "move") -> None:
+async def move(
+    mover: Client,
+    others: list[Client],
+    room: str,
+    token: str,
+    text: str,
+    version: int,
+    event: str = "move",
+) -> None:
     """``mover`` plays ``text`` at ``version``; everyone sees version + 1."""
-    await mover.send({"type": "move", "room": room, "token": token, "move": text,
-                      "version": version})
+    await mover.send(
+        {"type": "move", "room": room, "token": token, "move": text, "version": version}
+    )
     for c in [mover, *others]:
         await c.expect(state(version + 1, event))
 
 
-async def tictactoe_rematch(base: str, ids: dict[str, str],
-                            session: aiohttp.ClientSession) -> Played:
+async def tictactoe_rematch(
+    base: str, ids: dict[str, str], session: aiohttp.ClientSession
+) -> Played:
     """A tic-tac-toe game won by X, refused messages of every kind on the way, then a
     rematch offered and accepted, and both players following the new room."""
     table = Table("tictactoe_rematch", base, ids)
@@ -111,13 +128,11 @@ async def tictactoe_rematch(base: str, ids: dict[str, str],
     await move(ann, [bob], room, ta, "1", 1)
     await bob.send({"type": "move", "room": room, "token": tb, "move": "1", "rid": 3})
     await bob.expect(error("move/illegal"))
-    await bob.send({"type": "move", "room": room, "token": tb, "move": "4", "version": 1,
-                    "rid": 4})
+    await bob.send({"type": "move", "room": room, "token": tb, "move": "4", "version": 1, "rid": 4})
     await bob.expect(error("room/stale"))
     await bob.send({"type": "move", "room": room, "token": tb, "move": "x1", "rid": 5})
     await bob.expect(error("move/invalid"))
-    await bob.send({"type": "move", "room": room, "token": "not-a-token", "move": "4",
-                    "rid": 6})
+    await bob.send({"type": "move", "room": room, "token": "not-a-token", "move": "4", "rid": 6})
     await bob.expect(error("auth/token"))
     await move(bob, [ann], room, tb, "4", 2)
     await move(ann, [bob], room, ta, "2", 3)
@@ -133,40 +148,62 @@ async def tictactoe_rematch(base: str, ids: dict[str, str],
     await ann.expect(error("message/invalid"))
     await ann.send({"type": "watch", "room": "nosuchroom", "rid": 10})
     await ann.expect(error("room/unknown"))
-    await bob.send_maybe_twice({"type": "rematch", "room": room, "token": tb,
-                                "action": "offer", "rid": 11},
-                               state(7, "rematch_offer"), state(7, "resync"))
+    await bob.send_maybe_twice(
+        {"type": "rematch", "room": room, "token": tb, "action": "offer", "rid": 11},
+        state(7, "rematch_offer"),
+        state(7, "resync"),
+    )
     await ann.expect(state(7, "rematch_offer"))
-    await ann.send_maybe_twice({"type": "rematch", "room": room, "token": ta,
-                                "action": "accept", "rid": 12},
-                               state(8, "rematch"), state(8, "resync"))
+    await ann.send_maybe_twice(
+        {"type": "rematch", "room": room, "token": ta, "action": "accept", "rid": 12},
+        state(8, "rematch"),
+        state(8, "resync"),
+    )
     agreed = next(f for f in reversed(ann.frames) if f.get("version") == 8)
     await bob.expect(state(8, "rematch"))
     new_room = agreed["next_room"]
     # A player who follows a room again is "connected" again: a presence broadcast, to
     # the resumer too, in no fixed order with its reply.
-    await ann.send_unordered({"type": "resume", "room": new_room, "token": ta, "rid": 13},
-                             state(0, "resync"), state(0, "presence"))
-    await bob.send_unordered({"type": "resume", "room": new_room, "token": tb, "rid": 14},
-                             state(0, "resync"), state(0, "presence"))
+    await ann.send_unordered(
+        {"type": "resume", "room": new_room, "token": ta, "rid": 13},
+        state(0, "resync"),
+        state(0, "presence"),
+    )
+    await bob.send_unordered(
+        {"type": "resume", "room": new_room, "token": tb, "rid": 14},
+        state(0, "resync"),
+        state(0, "presence"),
+    )
     await ann.expect(state(0, "presence"))
     await ann.send({"type": "leave", "room": room, "rid": 15})
     await ann.expect(kind("left", rid=15))
     await bob.expect(state(8, "presence"))  # ann, a player of the old room, left it
-    played = await table.finish(session, [
-        f"/api/games/{room}", f"/api/games/{room}/export?format=json",
-        f"/api/games/{room}/export?format=pgn", f"/api/games/{room}/positions",
-        f"/api/rooms/{room}", f"/api/rooms/{room}/record", f"/api/rooms/{new_room}",
-        f"/api/games/{new_room}",
-    ])
+    played = await table.finish(
+        session,
+        [
+            f"/api/games/{room}",
+            f"/api/games/{room}/export?format=json",
+            f"/api/games/{room}/export?format=pgn",
+            f"/api/games/{room}/positions",
+            f"/api/rooms/{room}",
+            f"/api/rooms/{room}/record",
+            f"/api/rooms/{new_room}",
+            f"/api/games/{new_room}",
+        ],
+    )
     played.finished.append(room)
-    played.archived_paths += [f"/api/games/{room}", f"/api/games/{room}/export?format=json",
-                              f"/api/games/{room}/positions", f"/api/rooms/{room}"]
+    played.archived_paths += [
+        f"/api/games/{room}",
+        f"/api/games/{room}/export?format=json",
+        f"/api/games/{room}/positions",
+        f"/api/rooms/{room}",
+    ]
     return played
 
 
-async def chess_draw_declined_resign(base: str, ids: dict[str, str],
-                                     session: aiohttp.ClientSession) -> Played:
+async def chess_draw_declined_resign(
+    base: str, ids: dict[str, str], session: aiohttp.ClientSession
+) -> Played:
     """A timed chess game: three moves, a draw offered and declined, the offer refused
     when made again, a reply, then White resigns."""
     table = Table("chess_draw_declined_resign", base, ids)
@@ -193,17 +230,23 @@ async def chess_draw_declined_resign(base: str, ids: dict[str, str],
         await c.expect(state(8, "resign"))
     await bob.send({"type": "resign", "room": room, "token": tb, "rid": 4})
     await bob.expect(error("game/over"))
-    paths = [f"/api/games/{room}", f"/api/games/{room}/export?format=pgn",
-             f"/api/games/{room}/export?format=json", f"/api/games/{room}/export?format=pdn",
-             f"/api/games/{room}/positions", f"/api/rooms/{room}/record"]
+    paths = [
+        f"/api/games/{room}",
+        f"/api/games/{room}/export?format=pgn",
+        f"/api/games/{room}/export?format=json",
+        f"/api/games/{room}/export?format=pdn",
+        f"/api/games/{room}/positions",
+        f"/api/rooms/{room}/record",
+    ]
     played = await table.finish(session, paths)
     played.finished.append(room)
     played.archived_paths += paths[:5]
     return played
 
 
-async def othello_takeback_abort(base: str, ids: dict[str, str],
-                                 session: aiohttp.ClientSession) -> Played:
+async def othello_takeback_abort(
+    base: str, ids: dict[str, str], session: aiohttp.ClientSession
+) -> Played:
     """Othello: a move each, abort refused, a takeback of both agreed, a takeback with
     nothing to take back refused, then the game aborted (and so never archived)."""
     table = Table("othello_takeback_abort", base, ids)
@@ -217,8 +260,7 @@ async def othello_takeback_abort(base: str, ids: dict[str, str],
     await ann.send({"type": "takeback", "room": room, "token": ta, "rid": 3})
     for c in (ann, bob):
         await c.expect(state(4, "takeback_offer"))
-    await bob.send({"type": "takeback", "room": room, "token": tb, "action": "accept",
-                    "rid": 2})
+    await bob.send({"type": "takeback", "room": room, "token": tb, "action": "accept", "rid": 2})
     for c in (bob, ann):
         await c.expect(state(5, "takeback"))
     await bob.send({"type": "takeback", "room": room, "token": tb, "rid": 3})
@@ -226,14 +268,17 @@ async def othello_takeback_abort(base: str, ids: dict[str, str],
     await ann.send({"type": "abort", "room": room, "token": ta, "rid": 4})
     for c in (ann, bob):
         await c.expect(state(6, "abort"))
-    return await table.finish(session, [
-        f"/api/games/{room}", f"/api/games/{room}/export?format=json",
-        f"/api/rooms/{room}",
-    ])
+    return await table.finish(
+        session,
+        [
+            f"/api/games/{room}",
+            f"/api/games/{room}/export?format=json",
+            f"/api/rooms/{room}",
+        ],
+    )
 
 
-async def draughts_resign(base: str, ids: dict[str, str],
-                          session: aiohttp.ClientSession) -> Played:
+async def draughts_resign(base: str, ids: dict[str, str], session: aiohttp.ClientSession) -> Played:
     """International draughts: four plies (each the first legal move), then Black
     resigns; read back as PDN."""
     table = Table("draughts_resign", base, ids)
@@ -246,16 +291,21 @@ async def draughts_resign(base: str, ids: dict[str, str],
     await bob.send({"type": "resign", "room": room, "token": tb, "rid": 2})
     for c in (bob, ann):
         await c.expect(state(6, "resign"))
-    paths = [f"/api/games/{room}", f"/api/games/{room}/export?format=pdn",
-             f"/api/games/{room}/export?format=json", f"/api/games/{room}/export?format=pgn"]
+    paths = [
+        f"/api/games/{room}",
+        f"/api/games/{room}/export?format=pdn",
+        f"/api/games/{room}/export?format=json",
+        f"/api/games/{room}/export?format=pgn",
+    ]
     played = await table.finish(session, paths)
     played.finished.append(room)
     played.archived_paths += paths
     return played
 
 
-async def chat_spectator_resume(base: str, ids: dict[str, str],
-                                session: aiohttp.ClientSession) -> Played:
+async def chat_spectator_resume(
+    base: str, ids: dict[str, str], session: aiohttp.ClientSession
+) -> Played:
     """Matches: a spectator watches (and the count reaches everyone), chat on both
     channels, a player drops, misses a move and resumes with ``since``; the spectator
     resumes too; then a resignation."""
@@ -265,17 +315,29 @@ async def chat_spectator_resume(base: str, ids: dict[str, str],
     await kib.send({"type": "watch", "room": room, "rid": 1})
     await kib.expect(state(1, "resync"))
     for c in (ann, bob, kib):  # the spectator count, at most every 2 s
-        await c.expect(lambda f: f.get("type") == "state" and f.get("spectators") == 1
-                       and f["event"]["kind"] == "presence", "presence (1 spectator)")
-    await ann.send({"type": "chat", "room": room, "token": ta, "text": "good luck!",
-                    "rid": 2})
+        await c.expect(
+            lambda f: (
+                f.get("type") == "state"
+                and f.get("spectators") == 1
+                and f["event"]["kind"] == "presence"
+            ),
+            "presence (1 spectator)",
+        )
+    await ann.send({"type": "chat", "room": room, "token": ta, "text": "good luck!", "rid": 2})
     for c in (ann, bob):
         await c.expect(chat("good luck!"))
     await bob.send({"type": "chat", "room": room, "token": tb, "text": "you too", "rid": 2})
     for c in (ann, bob):
         await c.expect(chat("you too"))
-    await kib.send({"type": "chat", "room": room, "name": "kib",
-                    "text": "<b>hello</b> \u00e9\u00e8 \u2654", "rid": 2})
+    await kib.send(
+        {
+            "type": "chat",
+            "room": room,
+            "name": "kib",
+            "text": "<b>hello</b> \u00e9\u00e8 \u2654",
+            "rid": 2,
+        }
+    )
     await kib.expect(chat("<b>hello</b> \u00e9\u00e8 \u2654"))
     await ann.send({"type": "chat", "room": room, "text": "psst", "rid": 3})
     await ann.expect(error("chat/invalid"))
@@ -285,16 +347,31 @@ async def chat_spectator_resume(base: str, ids: dict[str, str],
     await move(bob, [ann, kib], room, tb, "2", 2)
     await bob.drop()
     for c in (ann, kib):
-        await c.expect(lambda f: f.get("type") == "state" and f["event"]["kind"] == "presence"
-                       and f["seats"][1]["connected"] is False, "presence (bob gone)")
+        await c.expect(
+            lambda f: (
+                f.get("type") == "state"
+                and f["event"]["kind"] == "presence"
+                and f["seats"][1]["connected"] is False
+            ),
+            "presence (bob gone)",
+        )
     await move(ann, [kib], room, ta, "1", 3)
     await bob.connect()
-    await bob.send_unordered({"type": "resume", "room": room, "token": tb, "since": 3,
-                              "rid": 5},
-                             state(4, "resync"), state(4, "presence"), kind("chat", replay=True))
+    await bob.send_unordered(
+        {"type": "resume", "room": room, "token": tb, "since": 3, "rid": 5},
+        state(4, "resync"),
+        state(4, "presence"),
+        kind("chat", replay=True),
+    )
     for c in (ann, kib):
-        await c.expect(lambda f: f.get("type") == "state" and f["event"]["kind"] == "presence"
-                       and f["seats"][1]["connected"] is True, "presence (bob back)")
+        await c.expect(
+            lambda f: (
+                f.get("type") == "state"
+                and f["event"]["kind"] == "presence"
+                and f["seats"][1]["connected"] is True
+            ),
+            "presence (bob back)",
+        )
     await kib.send({"type": "resume", "room": room, "since": 2, "rid": 4})
     await kib.expect(state(4, "resync"))
     await kib.expect(kind("chat", replay=True))

@@ -30,7 +30,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol import player_id
 from tests.conftest import ServerProcess, start_server
 from tests.golden.driver import Transcript, http, wait_gone
@@ -51,7 +51,9 @@ def golden_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     database = tmp_path_factory.mktemp("golden") / "games.sqlite3"
     try:
         server = start_server(
-            redis.url, workers=0, database_url=f"sqlite:///{database}",
+            redis.url,
+            workers=0,
+            database_url=f"sqlite:///{database}",
             args=["--finished-ttl", "2"],
         )
         yield server
@@ -104,11 +106,18 @@ def test_golden(name: str, transcripts: dict[str, str]) -> None:
     want = drop_keys(path.read_text(encoding="utf-8"), IGNORED_KEYS)
     if got != want:
         diff = difflib.unified_diff(
-            want.splitlines(), got.splitlines(), f"fixtures/{name}.txt", "this run",
-            lineterm="", n=2,
+            want.splitlines(),
+            got.splitlines(),
+            f"fixtures/{name}.txt",
+            "this run",
+            lineterm="",
+            n=2,
         )
-        pytest.fail(f"{name}: the server's bytes changed ({first_difference(want, got)}):\n"
-                    + "\n".join(diff), pytrace=False)
+        pytest.fail(
+            f"{name}: the server's bytes changed ({first_difference(want, got)}):\n"
+            + "\n".join(diff),
+            pytrace=False,
+        )
 
 
 def first_difference(want: str, got: str) -> str:
@@ -120,6 +129,8 @@ def first_difference(want: str, got: str) -> str:
             same = (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
             col = next(same, min(len(a), len(b)))
             around = slice(max(0, col - 20), col + 20)
-            return (f"first at line {number}, column {col + 1}: fixture {a[around]!r}, "
-                    f"this run {b[around]!r}")
+            return (
+                f"first at line {number}, column {col + 1}: fixture {a[around]!r}, "
+                f"this run {b[around]!r}"
+            )
     return "one is a prefix of the other"

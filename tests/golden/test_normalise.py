@@ -84,8 +84,10 @@ def test_the_broadcast_order_is_written_in_the_direct_order() -> None:
 
 
 def test_any_other_key_order_still_differs() -> None:
-    swapped = BROADCAST.replace('"players":["X","O"],"position":"x........:o"',
-                                '"position":"x........:o","players":["X","O"]')
+    swapped = BROADCAST.replace(
+        '"players":["X","O"],"position":"x........:o"',
+        '"position":"x........:o","players":["X","O"]',
+    )
     assert direct_layout(swapped) != DIRECT
     late = DIRECT.replace(',"spectators":2', "").replace(',"you":1}', ',"spectators":2,"you":1}')
     assert direct_layout(late) == late != DIRECT

@@ -37,7 +37,7 @@ from websockets.frames import Frame, Opcode
 
 from kibitz.client.connection import KibitzClient
 from kibitz.server.cli.serve import spawn_server
-from kibitz.server.limits import listening_origins, parse_origin
+from kibitz.server.gateway.limits import listening_origins, parse_origin
 from tests.conftest import UNLIMITED, ServerProcess, start_server
 
 HEAD_TIMEOUT_S = 3.0
@@ -542,7 +542,7 @@ def test_the_node_keeps_a_reserve_of_open_files(redis_server) -> None:
 def test_an_ipv6_network_counts_as_one_address() -> None:
     """A host picks addresses in its /64 at will: the per-address limits (the socket cap
     at accept and the cluster-wide ones) count the /64, not each address."""
-    from kibitz.server.limits import address_group, client_address
+    from kibitz.server.gateway.limits import address_group, client_address
 
     a, b = "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"
     assert address_group(a) == address_group(b) == "2001:db8:1:2::/64"

@@ -25,7 +25,7 @@ Already covered elsewhere (not repeated here): a wrong token for ``move``/``resi
 binary garbage on a JSON connection, ``[1, 2]``, unknown types and missing fields, deep
 JSON nesting, lone surrogates, integers past 64 bits, oversized frames (1009) and the
 message-rate limit (tests/server/test_errors.py); a fragmented message and invalid UTF-8
-(tests/server/test_edge.py); bad numbers and cursors in queries
+(tests/server/gateway/test_edge.py); bad numbers and cursors in queries
 (tests/security/test_injection.py); 11,000 fuzzed frames with bad tokens and other
 rooms' tokens around protected games (tests/chaos/test_fuzz.py).
 """
@@ -51,11 +51,11 @@ import msgpack
 import pytest
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key, ws_url
-from kibitz.server.archive import sqlite_url
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.server.archive.database import sqlite_url
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol import player_id
 from tests.conftest import ServerProcess, start_server
-from tests.server.test_edge import upgrade_request
+from tests.server.gateway.test_edge import upgrade_request
 
 pytestmark = pytest.mark.asyncio
 

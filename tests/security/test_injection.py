@@ -41,8 +41,8 @@ HOSTILE_NAMES = [
     'x" ] [White "y',
     "back\\slash\\",
     '\\"',
-    "[Event \"x\"] {comment} ; % 1-0 *",
-    "ann\\\"]",
+    '[Event "x"] {comment} ; % 1-0 *',
+    'ann\\"]',
     "名前 ☃ é",
     "a" * 40,
 ]

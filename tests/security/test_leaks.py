@@ -29,7 +29,7 @@ import pytest
 import websockets
 
 from kibitz.client.connection import KibitzClient, new_player_key
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.games import TERMINATIONS
 from kibitz.shared.protocol import ProtocolError, parse_client_message, player_id
 from tests.conftest import ServerProcess, start_server

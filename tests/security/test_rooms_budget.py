@@ -27,9 +27,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key
-from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.limits import AddressLimiter, LimitExceeded, Limits
+from kibitz.server.gateway.limits import AddressLimiter, LimitExceeded, Limits
 from kibitz.server.store import DEADLINES, LIVE
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol import player_id
 from tests.conftest import ServerProcess, start_server
 

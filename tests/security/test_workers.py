@@ -26,7 +26,7 @@ import pytest
 import redis
 
 from kibitz.server.cli.serve import spawn_server
-from kibitz.server.embedded_redis import EmbeddedRedis, free_port
+from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
 from kibitz.workers.lifeline import LIFELINE_FD_ENV, NODE_PID_ENV
 
 GONE_WITHIN_S = 5.0

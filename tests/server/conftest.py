@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kibitz.server.archive import Archive
+from kibitz.server.archive.database import Archive
 from tests.conftest import new_postgres_database
 
 

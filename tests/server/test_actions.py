@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
-from kibitz.server import room as rooms
-from kibitz.server.room import Presence, Room, RoomError
+from kibitz.server.domain import room as rooms
+from kibitz.server.domain.room import Presence, Room, RoomError
 from kibitz.shared.games import find_game
 
 # -- the room decisions, without Redis or sockets ---------------------------------------------

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import start_server
 
 pytestmark = pytest.mark.asyncio

@@ -18,10 +18,10 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from kibitz.server.embedded_redis import EmbeddedRedis
-from kibitz.server.room import RoomError
-from kibitz.server.service import RoomService
+from kibitz.server.domain.room import RoomError
+from kibitz.server.services.rooms import RoomService
 from kibitz.server.store import NODES, RoomStore, channel, presence_key, snapshot_parts
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol import Create, Join, PlayMove
 
 

@@ -156,7 +156,7 @@ def test_one_name_rule_for_every_message(message: dict) -> None:
 
 
 def test_names_and_chat_lines_refuse_the_same_characters() -> None:
-    from kibitz.server.chat import check_text
+    from kibitz.server.services.chat import check_text
 
     extra = [0x00AD, 0x061C, 0x115F, 0x3164, 0xFEFF, 0xFFA0, *range(0xE0000, 0xE0080)]
     for code in [*range(0x00, 0xA0), *range(0x2000, 0x2070), *extra]:
@@ -173,7 +173,7 @@ def test_names_and_chat_lines_refuse_the_same_characters() -> None:
 def test_joiners_are_allowed_and_blank_names_are_not() -> None:
     """ZWJ and ZWNJ pass (emoji sequences, Persian and Indic scripts); a name of nothing
     visible is refused, one with a visible character besides is kept as given."""
-    from kibitz.server.chat import check_text
+    from kibitz.server.services.chat import check_text
 
     for good in ("\U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e", "a\u0301", "ann\u3164"):
         assert p.check_name(good) == good

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus.embedded import EmbeddedRedis
 
 
 @pytest.fixture

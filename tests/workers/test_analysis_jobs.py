@@ -13,7 +13,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from kibitz.server import analysis
+from kibitz.server.services import analysis
 from kibitz.shared.games import available_games, find_game
 from kibitz.shared.protocol import Budget, Job, JobResult
 from kibitz.workers.worker import (

@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from kibitz.client.connection import KibitzClient
-from kibitz.server import fairness
-from kibitz.server.embedded_redis import EmbeddedRedis
+from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.workers.worker import JOBS
 from tests.conftest import ServerProcess, start_server
 from tests.workers.test_worker_faults import _pending_consumers, start_worker, wait_until

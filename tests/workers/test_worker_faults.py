@@ -71,7 +71,7 @@ def _pending_consumers(r: redis.Redis) -> dict[str, int]:
 async def test_duplicate_and_late_results_change_nothing(private_redis) -> None:
     import redis.asyncio as aioredis
 
-    from kibitz.server.service import RoomService
+    from kibitz.server.services.rooms import RoomService
     from kibitz.server.store import RoomStore
     from kibitz.shared.protocol import Create, JobResult
 

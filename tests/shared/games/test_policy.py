@@ -1,8 +1,9 @@
 """Per-game policy lives on the game: its values, and no game-name tables outside it.
 
 The frozen tables below are the values the server held in its own dictionaries (the draw
-margin in ``server/room.py``, the analysis scales and times in ``server/analysis.py``,
-the export notations in ``server/export.py``, the UCI games in ``workers/engines.py``)
+margin in ``server/domain/room.py``, the analysis scales and times in
+``server/services/analysis.py``,
+the export notations in ``server/domain/export.py``, the UCI games in ``workers/engines.py``)
 before they moved onto each game's :class:`~kibitz.shared.games.policy.GamePolicy`.
 """
 

@@ -1,0 +1,247 @@
+"""Games over HTTP: one game's record, its exports and positions, and the list of games.
+
+A game has one URL, ``/api/games/{id}``, for its whole life: while Redis holds the room
+(live, or finished and not yet expired) the record is built from it
+(:func:`kibitz.server.domain.records.record_of`), afterwards it comes from the archive (the
+database, :class:`kibitz.server.archive.database.Archive`). The record's shape is in
+docs/protocol.md.
+
+``GET /api/games`` without parameters still answers the catalogue of game kinds (as it did
+before games were archived); with any of ``player``, ``game``, ``limit`` or ``before`` it
+lists played games, newest first, a page at a time.
+
+``POST /api/games/{id}/analysis`` asks the worker pool to analyse a finished game and
+``GET /api/games/{id}/analysis`` reads the analysis, under way or stored
+(:mod:`kibitz.server.services.analysis`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from aiohttp import web
+
+from kibitz.server.appkeys import ARCHIVE_KEY, LIMITS_KEY, REDIS_KEY, SERVICE_KEY
+from kibitz.server.archive.database import ArchiveError
+from kibitz.server.domain import export
+from kibitz.server.domain.records import record_of
+from kibitz.server.domain.room import RoomError
+from kibitz.server.gateway.limits import client_address
+from kibitz.server.http import query
+from kibitz.server.services import analysis
+from kibitz.server.services.chat import record_chat
+from kibitz.shared.games import available_games, find_game
+from kibitz.shared.protocol import error_message
+from kibitz.shared.search.strength import catalog_levels
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+LIST_PARAMETERS = ("player", "game", "limit", "before")
+PLAYER_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def register(app: web.Application) -> None:
+    app.router.add_get("/api/games", list_games)
+    app.router.add_get("/api/games/{id}", get_game)
+    app.router.add_get("/api/games/{id}/export", export_game)
+    app.router.add_get("/api/games/{id}/positions", game_positions)
+    app.router.add_post("/api/games/{id}/analysis", start_analysis)
+    app.router.add_get("/api/games/{id}/analysis", get_analysis)
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response(error_message(code, message), status=status)
+
+
+# -- one game ----------------------------------------------------------------------------------
+
+
+async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | None:
+    """The record of ``game_id``: from Redis while it holds the room, else the archive."""
+    service = request.app[SERVICE_KEY]
+    try:
+        room = await service.get(game_id)
+    except RoomError:
+        room = None
+    if room is not None:
+        events, chat = await asyncio.gather(
+            service.store.events_since(room.id, -1),
+            record_chat(request.app[REDIS_KEY], room.id),
+        )
+        return record_of(room, events, chat)
+    return await request.app[ARCHIVE_KEY].get(game_id)
+
+
+async def _record_or_404(request: web.Request) -> dict[str, Any] | web.Response:
+    game_id = request.match_info["id"]
+    record = await load_record(request, game_id)
+    if record is None:
+        return _error(404, "game/not_found", f"no game with id {game_id!r}")
+    return record
+
+
+async def get_game(request: web.Request) -> web.Response:
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    return web.json_response(record)
+
+
+async def export_game(request: web.Request) -> web.Response:
+    """The game as a file: ``?format=pgn`` (chess), ``pdn`` (draughts) or ``json``."""
+    try:
+        fmt = query.text(request.query, "format")
+    except query.QueryError as exc:
+        return query.refusal(exc)
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    fmt = "json" if fmt is None else fmt
+    try:
+        text, content_type = export.export(record, fmt)
+    except export.ExportError as exc:
+        return _error(400, exc.code, exc.message)
+    filename = f"kibitz-{record['game']}-{record['id']}.{fmt}"
+    return web.Response(
+        text=text,
+        content_type=content_type,
+        headers={"Content-Disposition": f'inline; filename="{filename}"'},
+    )
+
+
+async def game_positions(request: web.Request) -> web.Response:
+    """What the game page shows beside the record, as it applies no rules itself: the
+    board after every ply (ply 0 is the start) and the export formats of the game:
+    ``{"id", "formats": ["pgn", "json"], "positions": [{"ply", "position", "to_move",
+    "view"}, ...]}``."""
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    game = find_game(record["game"])
+    state = game.parse_position(record["start"])
+    positions = []
+    for ply in range(len(record["moves"]) + 1):
+        if ply:
+            state = game.play(state, record["moves"][ply - 1]["move"])
+        positions.append(
+            {
+                "ply": ply,
+                "position": game.format_position(state),
+                "to_move": game.to_move(state),
+                "view": game.view(state),
+            }
+        )
+    return web.json_response(
+        {"id": record["id"], "formats": export.formats_for(record["game"]), "positions": positions}
+    )
+
+
+# -- analysis ----------------------------------------------------------------------------------
+
+
+async def start_analysis(request: web.Request) -> web.Response:
+    """Queue an analysis of a finished game: 202 with its status when queued now, 200 with
+    its status when one is queued, running or done already (nothing more is queued); 404
+    for an unknown game, 409 for a game not over or too long, 429 when too many analyses
+    are under way (in all, or asked for from this address)."""
+    record = await _record_or_404(request)
+    if isinstance(record, web.Response):
+        return record
+    game_id = record["id"]
+    if record["status"] != "over":
+        return _error(409, "analysis/not_finished", "only a finished game can be analysed")
+    if len(record["moves"]) + 1 > analysis.MAX_POSITIONS:
+        return _error(
+            409,
+            "analysis/too_long",
+            f"games of up to {analysis.MAX_POSITIONS - 1} plies can be analysed",
+        )
+    archive = request.app[ARCHIVE_KEY]
+    stored = await archive.get_analysis(game_id)
+    if stored is not None and stored.get("status") == "done":
+        return web.json_response(stored)
+    queue = analysis.AnalysisQueue(request.app[REDIS_KEY])
+    address = client_address(
+        request.remote, request.headers, request.app[LIMITS_KEY].trusted_proxies
+    )
+    outcome = await queue.start(record, address)
+    if outcome == analysis.StartOutcome.BUSY:
+        return _error(429, "analysis/busy", "too many analyses under way; try again later")
+    if outcome == analysis.StartOutcome.LIMITED:
+        return _error(
+            429,
+            "analysis/limit",
+            f"at most {analysis.MAX_PER_ADDRESS} analyses under way per address; "
+            "try again when one is done",
+        )
+    if outcome == analysis.StartOutcome.STARTED and stored is not None:
+        await archive.delete_analysis(game_id)  # a failed one, done again now
+    status = await queue.status(game_id)
+    if status is None:  # stored between our two reads
+        stored = await archive.get_analysis(game_id)
+        return web.json_response(stored) if stored else _error(503, "analysis/retry", "try again")
+    return web.json_response(
+        status, status=202 if outcome == analysis.StartOutcome.STARTED else 200
+    )
+
+
+async def get_analysis(request: web.Request) -> web.Response:
+    """A game's analysis: stored (``done`` or ``failed``) or under way (``queued`` or
+    ``running``, with the evaluations in so far); 404 when there is none."""
+    game_id = request.match_info["id"]
+    stored = await request.app[ARCHIVE_KEY].get_analysis(game_id)
+    if stored is not None:
+        return web.json_response(stored)
+    status = await analysis.AnalysisQueue(request.app[REDIS_KEY]).status(game_id)
+    if status is not None:
+        return web.json_response(status)
+    if await load_record(request, game_id) is None:
+        return _error(404, "game/not_found", f"no game with id {game_id!r}")
+    return _error(404, "analysis/not_found", f"game {game_id!r} has not been analysed")
+
+
+# -- the list of games -------------------------------------------------------------------------
+
+
+def catalogue() -> web.Response:
+    """The kinds of game: name, title, players, options and the AI's levels of each."""
+    return web.json_response(
+        [
+            {
+                "name": g.name,
+                "title": g.title,
+                "players": list(g.players),
+                "options": {s.name: s.describe() for s in g.option_specs},
+                "levels": catalog_levels(g.name),
+            }
+            for g in available_games()
+        ]
+    )
+
+
+async def list_games(request: web.Request) -> web.Response:
+    """Played games, newest first: ``{"games": [record, ...], "next": cursor | null}``."""
+    if not any(name in request.query for name in LIST_PARAMETERS):
+        return catalogue()
+    try:
+        player, game, limit, before = _list_parameters(request.query)
+    except query.QueryError as exc:
+        return query.refusal(exc)
+    try:
+        games, cursor = await request.app[ARCHIVE_KEY].list(player, game, limit, before)
+    except ArchiveError:
+        return _error(400, "query/invalid", "before must be a cursor from an earlier page")
+    return web.json_response({"games": games, "next": cursor})
+
+
+def _list_parameters(given: query.Query) -> tuple[str | None, str | None, int, str | None]:
+    """``player``, ``game``, ``limit`` and ``before`` (as the archive's cursor text) of
+    the list, each checked by the query parser (QueryError)."""
+    player = query.matching(given, "player", PLAYER_ID, "a player id (32 hex digits)")
+    names = [g.name for g in available_games()]
+    game = query.choice(given, "game", names, "a game name (see GET /api/games)")
+    limit = query.whole_number(given, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    before = query.cursor(given, "before")
+    return player, game, limit, None if before is None else before.encode()

@@ -1,0 +1,334 @@
+"""Every finished game into the database exactly once, and every room out of Redis.
+
+**Archiving.** The commit that ends a game also appends the room's id to the stream
+``kibitz:archive`` (same Lua script, same atomic step), so no ended game can be missed.
+Every node runs an :class:`Archiver` reading that stream through the consumer group
+``archivers``, up to ``BATCH`` entries at a time (after a smaller batch it waits
+``LINGER_S``, so that games ending meanwhile make one batch): it loads their rooms and
+events, writes their game records in one transaction (an upsert by id, so writing one
+twice leaves one row), and only then, in one Redis step per entry, acknowledges and
+deletes the entry and gives the room's keys ``finished_ttl_ms`` more to live (long
+enough for a rematch and for clients to fetch the result; the node that ended the game
+wrote it into the entry) and takes it off the lobby.
+A node that dies between reading an entry and acknowledging it leaves the entry pending;
+another node claims it (``XAUTOCLAIM``) once it has been idle ``CLAIM_IDLE_MS``. A
+database or Redis error leaves the entry pending, to be claimed and tried again; an
+entry whose room is gone (or not over) is acknowledged and logged.
+
+**Sweeping.** Each node also looks, every ``SWEEP_S``, at up to ``SWEEP_BATCH`` lobby
+entries (``kibitz:rooms:live``) older than the shorter of the two lifetimes below,
+oldest first, going on from where it stopped the round before (every unfinished room,
+timed or not, is in that set, scored by its last change, so every one is visited):
+
+- a room whose keys expired (a waiting room nobody joined, after ``waiting_ttl_ms``)
+  is taken off the lobby;
+- an untimed playing game is ended through the versioned commit
+  (:meth:`RoomService.abandon_if_idle`) when nobody has moved in it for
+  ``unstarted_ttl_ms``, when it has had no change for ``idle_game_limit_ms``, or when
+  every human player has been gone (the presence hash's ``gone:seat`` times) for
+  ``abandon_after_ms`` (``abandon_ai_after_ms`` in a game against the AI, whose seat is
+  never gone). A game with a move ends as abandoned and is archived like any other; one
+  that nobody moved in is aborted, and an aborted game is not archived (the commit gives
+  its keys the finished-room lifetime at once). A correspondence game nobody has moved
+  in is aborted the same way when its players are all gone (its first move may take
+  days per move: two connections that leave must not hold a room that long), but not
+  for the idle limits while they are there; other timed games are left to their clocks
+  (the first-move timeout, days per move, flags: deadlines.py);
+- a waiting room older than its lifetime that has no TTL (made before TTLs existed) is
+  deleted.
+
+Once after it starts, a node also walks all room keys, ``LEGACY_SCAN`` at a time each
+round, and queues for archiving every finished room without a TTL: games that ended
+before the archive existed.
+
+Any node may sweep the same room at the same time: the commit is versioned, the delete
+is guarded by the version, and the archive stream's consumer group hands each entry to
+one node, so double work changes nothing.
+
+``KIBITZ_ARCHIVE_DELAY_MS`` (fault injection for tests only): sleep this long after
+reading an entry and before writing it, so a test can kill the node in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from sqlalchemy.exc import SQLAlchemyError
+
+from kibitz.server.archive.database import Archive, ArchiveError
+from kibitz.server.domain.records import record_of
+from kibitz.server.domain.room import Room, ends_when_left
+from kibitz.server.loops.background import raise_if_stopping
+from kibitz.server.services.chat import settle_record_chat
+from kibitz.server.services.rooms import RoomService
+from kibitz.server.store import (
+    ARCHIVE,
+    ARCHIVERS_GROUP,
+    FINISHED_TTL_MS,
+    LIVE,
+    WAITING_TTL_MS,
+    RoomStore,
+    ensure_group,
+    room_key,
+)
+
+log = logging.getLogger(__name__)
+
+BLOCK_MS = 1000
+BATCH = 50  # archive entries read at once
+#: After a batch smaller than BATCH, the wait before the next read, so that games ending
+#: meanwhile are written together: a busy node pays the reads, the transaction and its
+#: hops to the database thread once for many games (about a tenth of a tic-tac-toe
+#: move's node CPU). A game waits at most this much longer to reach the database.
+LINGER_S = 0.1
+CLAIM_IDLE_MS = 5_000  # a pending entry idle this long belongs to a dead or stuck node
+SWEEP_S = 1.0
+SWEEP_BATCH = 100  # lobby entries looked at per sweep round
+LEGACY_SCAN = 200  # keys looked at per round by the one pass over pre-archive rooms
+IDLE_GAME_LIMIT_MS = 3 * 24 * 60 * 60 * 1000
+UNSTARTED_TTL_MS = 10 * 60 * 1000  # an untimed game nobody has moved in is aborted
+ABANDON_AFTER_MS = 30 * 60 * 1000  # both players gone this long: the game is abandoned
+ABANDON_AI_AFTER_MS = 24 * 60 * 60 * 1000  # the same for the human of a game against the AI
+RETRY_S = 1.0
+
+TRANSIENT = (SQLAlchemyError, aioredis.ConnectionError, aioredis.TimeoutError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetimes:
+    """How long rooms stay in Redis (milliseconds)."""
+
+    finished_ttl_ms: int = FINISHED_TTL_MS  # after the game is in the database
+    waiting_ttl_ms: int = WAITING_TTL_MS  # a room nobody joins
+    idle_game_limit_ms: int = IDLE_GAME_LIMIT_MS  # an untimed game nobody plays on
+    unstarted_ttl_ms: int = UNSTARTED_TTL_MS  # an untimed game nobody has moved in
+    abandon_after_ms: int = ABANDON_AFTER_MS  # every player of a game gone
+    abandon_ai_after_ms: int = ABANDON_AI_AFTER_MS  # the human of a game against the AI gone
+
+    def idle_limit_ms(self, room: Room) -> int:
+        """How long ``room``'s untimed game may go without a change before it is ended:
+        aborted (never archived) if nobody has moved yet, else abandoned."""
+        if not room.moves:
+            return min(self.idle_game_limit_ms, self.unstarted_ttl_ms)
+        return self.idle_game_limit_ms
+
+    def gone_limit_ms(self, room: Room) -> int:
+        """How long every human player of ``room`` may be gone before its game is ended."""
+        return self.abandon_ai_after_ms if room.has_ai else self.abandon_after_ms
+
+    def shortest_ms(self) -> int:
+        """The shortest of these lifetimes: rooms younger than it need no sweeping."""
+        return min(
+            self.waiting_ttl_ms,
+            self.idle_game_limit_ms,
+            self.unstarted_ttl_ms,
+            self.abandon_after_ms,
+            self.abandon_ai_after_ms,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """An archive entry read, and the record of the game it names."""
+
+    entry_id: str
+    room_id: str
+    ttl_ms: int
+    record: dict[str, Any]
+
+
+class Archiver:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        service: RoomService,
+        archive: Archive,
+        node: str,
+        lifetimes: Lifetimes,
+    ) -> None:
+        self.redis = redis
+        self.store: RoomStore = service.store
+        self.service = service
+        self.archive = archive
+        self.node = node
+        self.lifetimes = lifetimes
+        self.delay_s = int(os.environ.get("KIBITZ_ARCHIVE_DELAY_MS") or 0) / 1000
+        self._sweep_offset = 0
+        self._next_sweep = 0.0
+        self._legacy_cursor: int | None = 0  # None once the pass over old rooms is done
+
+    async def run(self) -> None:
+        claim_cursor = "0-0"
+        while True:
+            try:
+                await ensure_group(self.redis, ARCHIVE, ARCHIVERS_GROUP)
+                while True:
+                    # Entries a dead node (or this one, after an error) left pending.
+                    reply: Any = await self.redis.xautoclaim(
+                        ARCHIVE, ARCHIVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor,
+                        count=BATCH,
+                    )  # fmt: skip
+                    claim_cursor = reply[0]
+                    await self._handle(reply[1])
+                    batches: Any = await self.redis.xreadgroup(
+                        ARCHIVERS_GROUP, self.node, {ARCHIVE: ">"}, count=BATCH, block=BLOCK_MS
+                    )
+                    read = 0
+                    for _stream, entries in batches or []:
+                        read += len(entries)
+                        await self._handle(entries)
+                    if 0 < read < BATCH:  # more are ending: let them gather into one batch
+                        await asyncio.sleep(LINGER_S)
+                    if time.monotonic() >= self._next_sweep:
+                        self._next_sweep = time.monotonic() + SWEEP_S
+                        await self.sweep()
+                        await self.queue_legacy_rooms()
+            except asyncio.CancelledError:
+                raise
+            except TRANSIENT as exc:
+                raise_if_stopping()
+                # The entry stays pending and is claimed again after CLAIM_IDLE_MS.
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.warning("archiving paused (%s); retrying", why)
+                await asyncio.sleep(RETRY_S)
+            except aioredis.ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    log.exception("archive stream error")
+                    await asyncio.sleep(RETRY_S)
+            except Exception:
+                raise_if_stopping()
+                log.exception("archiver error; going on")
+                await asyncio.sleep(RETRY_S)
+
+    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
+        """Archive a batch of entries: their rooms are read at once, their games written
+        in one transaction (one disk sync however many), and then they are released.
+        A busy node thus writes in bigger batches, not more often."""
+        if not entries:
+            return
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        found = await asyncio.gather(
+            *(self._read(entry_id, fields) for entry_id, fields in entries)
+        )
+        ready = [entry for entry in found if entry is not None]
+        if not ready:
+            return
+        try:
+            await self.archive.save_many([entry.record for entry in ready])
+        except ArchiveError:  # one of them is refused: one by one, so only that one is dropped
+            for entry in ready:
+                await self._save_one(entry)
+            return
+        await asyncio.gather(*(self._release(entry) for entry in ready))
+
+    async def _read(self, entry_id: str, fields: dict[str, str] | None) -> _Entry | None:
+        """The game an entry names, ready to write; None (and the entry dropped) if it
+        names no finished room or its record cannot be made."""
+        fields = fields or {}
+        room_id = fields.get("room", "")
+        ttl = fields.get("ttl_ms", "")
+        ttl_ms = int(ttl) if ttl.isdigit() and int(ttl) > 0 else self.lifetimes.finished_ttl_ms
+        room = await self.store.load(room_id) if room_id else None
+        if room is None or room.status != "over":
+            why = "gone" if room is None else room.status
+            log.error("archive entry %s names room %r (%s); dropping it", entry_id, room_id, why)
+            await self.store.drop_archive_entry(entry_id)
+            return None
+        # The chat after the mark is cleared: a line said later queues the room again.
+        events, chat = await asyncio.gather(
+            self.store.events_since(room_id, -1), settle_record_chat(self.redis, room_id)
+        )
+        try:
+            record = record_of(room, events, chat)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.error("cannot make the record of room %s (%s); dropping it", room_id, exc)
+            await self.store.drop_archive_entry(entry_id)
+            return None
+        return _Entry(entry_id, room_id, ttl_ms, record)
+
+    async def _save_one(self, entry: _Entry) -> None:
+        try:
+            await self.archive.save(entry.record)
+        except ArchiveError as exc:
+            log.error("cannot archive room %s (%s); dropping it", entry.room_id, exc)
+            await self.store.drop_archive_entry(entry.entry_id)
+            return
+        await self._release(entry)
+
+    async def _release(self, entry: _Entry) -> None:
+        await self.store.archived(entry.room_id, entry.entry_id, entry.ttl_ms)
+
+    async def _end_if_idle(self, room: Room, now: int) -> bool:
+        """End ``room``'s game if nobody plays on (see the module doc): an untimed one
+        with no change for its idle limit, or (untimed, or correspondence nobody has moved
+        in) with every human player gone for the gone limit."""
+        if not ends_when_left(room):
+            return False  # its clock ends it
+        idle = now - room.updated_ms
+        if room.clock is None:  # a correspondence first move may take its days
+            limit = self.lifetimes.idle_limit_ms(room)
+            if idle >= limit and await self.service.abandon_if_idle(room.id, limit):
+                log.info("room %s ended after %d ms without a change", room.id, idle)
+                return True
+        gone_limit = self.lifetimes.gone_limit_ms(room)
+        if idle < gone_limit:
+            return False  # a change since: somebody was there
+        gone = await self.service.players_gone_since(room)
+        if gone is None or self.service.clock_ms() - gone < gone_limit:
+            return False
+        if await self.service.abandon_if_idle(room.id, gone_limit, room.version):
+            log.info("room %s ended: its players have been gone %d ms", room.id, gone_limit)
+            return True
+        return False
+
+    async def queue_legacy_rooms(self) -> int:
+        """One round of the startup pass over room keys: queue finished rooms that were
+        never queued (they ended before the archive existed); the number queued."""
+        if self._legacy_cursor is None:
+            return 0
+        reply: Any = await self.redis.scan(
+            self._legacy_cursor, match=room_key("*"), count=LEGACY_SCAN, _type="HASH"
+        )
+        cursor, keys = reply
+        self._legacy_cursor = int(cursor) or None
+        queued = 0
+        for key in keys:
+            room_id = key.removeprefix(room_key(""))
+            if ":" not in room_id and await self.store.queue_if_legacy(room_id):  # not presence
+                queued += 1
+        if queued:
+            log.info("queued %d rooms that ended before the archive existed", queued)
+        return queued
+
+    async def sweep(self) -> int:
+        """One bounded round over old lobby entries (see the module doc); the number of
+        rooms it ended or forgot."""
+        now = int(time.time() * 1000)
+        oldest = self.lifetimes.shortest_ms()
+        ids: Any = await self.redis.zrangebyscore(
+            LIVE, "-inf", now - oldest, start=self._sweep_offset, num=SWEEP_BATCH
+        )
+        # Go on from here next round, or start again at the oldest after the last page.
+        self._sweep_offset = self._sweep_offset + len(ids) if len(ids) == SWEEP_BATCH else 0
+        changed = 0
+        for room_id in ids:
+            room = await self.store.load(room_id)
+            if room is None:  # its keys expired: a waiting room nobody joined
+                changed += await self.store.forget(room_id, None)
+            elif room.status == "playing":
+                changed += await self._end_if_idle(room, now)
+            elif (
+                room.status == "waiting"
+                and now - room.updated_ms >= self.lifetimes.waiting_ttl_ms
+                and await self.redis.pttl(room_key(room_id)) < 0
+            ):
+                # Still here past its lifetime and no TTL: made before rooms had one.
+                changed += await self.store.forget(room_id, room.version)
+        return changed
