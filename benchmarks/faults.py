@@ -38,7 +38,7 @@ from typing import Any
 import redis
 
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.shared.bus.fair_queue import WORKERS_LIVE
+from kibitz.shared.bus.keys import AI_WORKERS_LIVE as WORKERS_LIVE
 from kibitz.workers.worker import WorkerConfig
 
 NEWCOMER, VICTIM = "127.0.0.3", "127.0.0.4"

@@ -26,10 +26,9 @@ from typing import Any
 import redis
 
 from kibitz.benchmarks.faults import WorkerPool
-from kibitz.server.store import JOBS, RESULTS
+from kibitz.shared.bus.keys import JOBS, RESULTS, room_key
 from kibitz.shared.games.registry import find_game
 from kibitz.shared.protocol import Budget, Job
-from kibitz.workers.worker import room_key
 
 #: Fixed-depth searches of about 0.1-0.3 s each on this machine.
 DEPTHS = {"othello": 7, "chess": 4, "draughts": 6, "oware": 9}

@@ -84,8 +84,10 @@ from kibitz.server.services.seeks import (
     live_rooms_page,
     lobby_game,
 )
-from kibitz.server.store import ARCHIVE, HEARTBEAT_S, JOBS, LIVE, NODES, RESULTS, RoomStore
-from kibitz.shared.bus.fair_queue import WAITING
+from kibitz.server.store import HEARTBEAT_S, RoomStore
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.keys import AI_WAITING as WAITING
+from kibitz.shared.bus.keys import ARCHIVE, JOBS, LIVE, NODES, RESULTS
 from kibitz.shared.bus.link import Address, LinkedRedis, RedisLink
 from kibitz.shared.games import Outcome, find_game
 from kibitz.shared.protocol import (
@@ -427,7 +429,7 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
             "pending": sum(int(g["pending"]) for g in groups),
             "lag": sum(int(g.get("lag") or 0) for g in groups),
         }
-    async for key in redis.scan_iter(match="kibitz:workers:*", count=100):
+    async for key in redis.scan_iter(match=keys.WORKERS + "*", count=100):
         info = await redis.hgetall(key)
         if info:
             out["workers"].append(info)

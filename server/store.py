@@ -56,28 +56,32 @@ import redis.asyncio as aioredis
 from kibitz.server.domain.room import Presence, Room, RoomError, is_aborted
 from kibitz.shared import fastjson
 from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.fair_queue import LUA_FUNCTIONS, AsyncFairQueue
+from kibitz.shared.bus.keys import (
+    ARCHIVE,
+    ARCHIVERS_GROUP,
+    DEADLINES,
+    JOBS,
+    LIVE,
+    NODE_BEATS,
+    NODE_DIED,
+    NODES,
+    RESULTS,
+    SERVERS_GROUP,
+    WORKERS_GROUP,
+    events_key,
+    presence_key,
+    room_key,
+)
+from kibitz.shared.bus.keys import room_channel as channel
 from kibitz.shared.protocol import Job
 
-PREFIX = "kibitz:"
-JOBS = PREFIX + "jobs"
-RESULTS = PREFIX + "results"
-WORKERS_GROUP = "workers"
-SERVERS_GROUP = "servers"
-LIVE = PREFIX + "rooms:live"
-ARCHIVE = PREFIX + "archive"
-ARCHIVERS_GROUP = "archivers"
-DEADLINES = PREFIX + "deadlines"
 WAITING_TTL_MS = 30 * 60 * 1000  # a room nobody joins is forgotten after this long
 FINISHED_TTL_MS = 60 * 60 * 1000  # a finished room stays this long once archived
 EVENTS_KEPT = 10_000  # per room; plenty for any game
-NODES = PREFIX + "nodes:"
 NODE_TTL_S = 15
 HEARTBEAT_S = 5.0
-#: Sorted set: node -> its last heartbeat (Redis time, ms), to notice nodes that died.
-NODE_BEATS = PREFIX + "node-beats"
-#: Channel: the name of a node found dead (published once, by the node that found it).
-NODE_DIED = PREFIX + "node-died"
 
 # KEYS: the node's heartbeat key, node beats; ARGV: node, TTL s, node-died channel.
 # Beats for the node, and announces (once, atomically) every node whose last beat is past
@@ -94,22 +98,6 @@ for _, node in ipairs(dead) do
 end
 return #dead
 """
-
-
-def room_key(room_id: str) -> str:
-    return f"{PREFIX}room:{room_id}"
-
-
-def events_key(room_id: str) -> str:
-    return f"{PREFIX}room:{room_id}:events"
-
-
-def presence_key(room_id: str) -> str:
-    return f"{PREFIX}room:{room_id}:presence"
-
-
-def channel(room_id: str) -> str:
-    return f"{PREFIX}room:{room_id}"
 
 
 # Presence fields: "SEAT:NODE" -> connections of that seat's player on that node, "s:NODE"
@@ -573,12 +561,12 @@ class RoomStore:
                 events_key(room.id),
                 LIVE,
                 JOBS,
-                fairness.READY,
-                fairness.WAITING,
-                fairness.OWNERS,
-                fairness.WORKERS_LIVE,
-                fairness.ai_games_key(owner),
-                fairness.CLOCK,
+                keys.AI_READY,
+                keys.AI_WAITING,
+                keys.AI_OWNERS,
+                keys.AI_WORKERS_LIVE,
+                keys.ai_games_key(owner),
+                keys.AI_CLOCK,
                 ARCHIVE,
                 presence_key(room.id),
                 DEADLINES,
@@ -604,7 +592,7 @@ class RoomStore:
                 fairness.MAX_WAITING,
                 fairness.MAX_LEAD_MS,
                 fairness.WORKER_TTL_MS,
-                fairness.ROOM_PREFIX,
+                keys.ROOM_PREFIX,
                 fairness.MAX_DISPATCH_SCAN,
                 room.status,
                 self.waiting_ttl_ms,

@@ -51,6 +51,8 @@ import redis
 
 from kibitz.server.services import analysis
 from kibitz.shared.bus.fair_queue import YIELD_AFTER_MS, FairQueue, owner_lane
+from kibitz.shared.bus.keys import DEAD_JOBS as DEAD
+from kibitz.shared.bus.keys import JOBS, RESULTS, room_channel, room_key, worker_key
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import (
     MAX_PV,
@@ -71,10 +73,7 @@ from kibitz.workers.engines import EnginePool, budget_left
 
 log = logging.getLogger(__name__)
 
-PREFIX = "kibitz:"
-JOBS = PREFIX + "jobs"
-RESULTS = PREFIX + "results"
-DEAD = PREFIX + "jobs:dead"
+
 GROUP = "workers"
 BLOCK_MS = 500  # an idle round: heartbeat, dispatch, reclaim, then wait this long for a job
 MAX_DELIVERIES = 3
@@ -86,10 +85,6 @@ MIN_SEARCH_MS = 20  # a timed job with less than this left searches one ply
 ANALYSIS_WATCH_S = 0.02  # how often an analysis search looks for a waiting live job
 RETRY_FIRST_S = 0.5  # Redis unreachable: the first wait before trying again ...
 RETRY_MAX_S = 30.0  # ... doubled after each failure, up to this
-
-
-def room_key(room_id: str) -> str:
-    return PREFIX + "room:" + room_id
 
 
 @dataclass
@@ -150,7 +145,7 @@ class Worker:
         self.engines.close()
         try:
             self.fair.leave(self.name)
-            self.redis.delete(PREFIX + "workers:" + self.name)
+            self.redis.delete(worker_key(self.name))
         except redis.RedisError as exc:  # it expires on its own
             log.warning("could not sign off: %s", exc)
         return 0
@@ -190,7 +185,7 @@ class Worker:
                     raise
 
     def _heartbeat(self) -> None:
-        key = PREFIX + "workers:" + self.name
+        key = worker_key(self.name)
         beat: StreamFields = {
             "name": self.name,
             "done": self.done,
@@ -576,7 +571,7 @@ class ProgressPublisher:
             int((now - self.started) * 1000),
         )
         try:
-            self.redis.publish(PREFIX + "room:" + self.job.room, json.dumps(message))
+            self.redis.publish(room_channel(self.job.room), json.dumps(message))
         except redis.RedisError as exc:  # progress is optional; the move is not
             log.warning("could not publish progress: %s", exc)
 

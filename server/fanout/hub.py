@@ -34,8 +34,10 @@ from aiohttp import WSCloseCode, WSMsgType
 from kibitz.server.gateway.lag import PING_CHECK_S, PING_INTERVAL_S, LagTracker
 from kibitz.server.loops.background import raise_if_stopping, stop_tasks
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import NODE_DIED, PREFIX, channel
 from kibitz.shared import fastjson
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.keys import NODE_DIED
+from kibitz.shared.bus.keys import room_channel as channel
 from kibitz.shared.bus.link import Address, Subscription
 from kibitz.shared.protocol import Codec, encode_bytes
 
@@ -55,7 +57,6 @@ SOFT_QUEUED_BYTES = 256 * 1024
 CLOSE_SLOW = 1013  # "try again later"
 #: A seated client with more than this waiting in its socket is not pinged this round.
 PING_BACKLOG_BYTES = 16 * 1024
-ROOM_CHANNEL = PREFIX + "room:"  # a room's channel is this and its id
 PROBE_S = 1.0  # how often the listener's liveness probe is published
 STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
 POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
@@ -417,7 +418,7 @@ class Hub:
         self.address = address  # where the listener subscribes, on a connection of its own
         self.service = service
         self.store = service.store
-        self.probe_channel = f"{PREFIX}probe:{node}"
+        self.probe_channel = keys.probe_channel(node)
         self.followers: dict[str, set[Connection]] = {}
         self.connections: set[Connection] = set()
         #: Connections holding a seat somewhere: the ones whose lag is measured.
@@ -637,7 +638,7 @@ class Hub:
             # Once per room across the cluster: a node that finds another's broadcast
             # newer than its change (the mark is younger than the wait) leaves it at that.
             fresh = await self.store.redis.set(
-                f"{PREFIX}room:{room_id}:presence-sent", "1", nx=True,
+                keys.presence_sent_key(room_id), "1", nx=True,
                 px=int(PRESENCE_EVERY_S * 900),
             )  # fmt: skip
             if fresh:
@@ -908,7 +909,7 @@ class Hub:
                 conn.send_state(room_id, frames)
 
     def _deliver(self, channel: str, data: str) -> None:
-        room_id = channel[len(ROOM_CHANNEL) :]
+        room_id = channel[len(keys.ROOM_PREFIX) + 1 : -1]  # kibitz:room:{ID}
         followers = self.followers.get(room_id)
         if not followers or _up_to_date(room_id, followers, data):
             return

@@ -36,7 +36,8 @@ from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 
-from kibitz.server.store import NODES, PREFIX
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.keys import NODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +155,11 @@ def listening_origins(host: str, port: int) -> frozenset[str]:
 
 
 def conns_key(address: str) -> str:
-    return f"{PREFIX}addr:{address}:conns"
+    return keys.address_connections_key(address)
 
 
 def creates_key(address: str) -> str:
-    return f"{PREFIX}addr:{address}:creates"
+    return keys.address_creates_key(address)
 
 
 _HANDLE_SEP = " "  # between the key and the member in count_create's answer

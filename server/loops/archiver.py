@@ -67,16 +67,8 @@ from kibitz.server.domain.room import Room, ends_when_left
 from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.chat import settle_record_chat
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import (
-    ARCHIVE,
-    ARCHIVERS_GROUP,
-    FINISHED_TTL_MS,
-    LIVE,
-    WAITING_TTL_MS,
-    RoomStore,
-    ensure_group,
-    room_key,
-)
+from kibitz.server.store import FINISHED_TTL_MS, WAITING_TTL_MS, RoomStore, ensure_group
+from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP, LIVE, room_id_of, room_key
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +292,9 @@ class Archiver:
         self._legacy_cursor = int(cursor) or None
         queued = 0
         for key in keys:
-            room_id = key.removeprefix(room_key(""))
-            if ":" not in room_id and await self.store.queue_if_legacy(room_id):  # not presence
+            room_id = room_id_of(key)
+            is_record = room_id is not None and key == room_key(room_id)  # not its presence
+            if is_record and room_id and await self.store.queue_if_legacy(room_id):
                 queued += 1
         if queued:
             log.info("queued %d rooms that ended before the archive existed", queued)

@@ -17,7 +17,8 @@ from prometheus_client import Counter
 
 from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import RESULTS, SERVERS_GROUP, ensure_group
+from kibitz.server.store import ensure_group
+from kibitz.shared.bus.keys import RESULTS, SERVERS_GROUP
 from kibitz.shared.protocol import JobResult, ProtocolError
 
 log = logging.getLogger(__name__)

@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import redis.asyncio as aioredis
 
 from kibitz.server.loops.background import raise_if_stopping
-from kibitz.server.store import PREFIX, ensure_group
+from kibitz.server.store import ensure_group
+from kibitz.shared.bus import keys
 from kibitz.shared.games.policy import AnalysisScale as Scale
 from kibitz.shared.games.registry import policy_for
 from kibitz.shared.protocol import Budget
@@ -65,9 +66,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JOBS = PREFIX + "analysis:jobs"
-FINISHED = PREFIX + "analysis:finished"
-ACTIVE = PREFIX + "analysis:active"
+JOBS = keys.ANALYSIS_JOBS
+FINISHED = keys.ANALYSIS_FINISHED
+ACTIVE = keys.ANALYSIS_ACTIVE
 WORKERS_GROUP = "workers"
 COLLECTORS_GROUP = "analysts"
 
@@ -101,11 +102,11 @@ def budget_for(game: str) -> Budget:
 
 
 def meta_key(game_id: str) -> str:
-    return f"{PREFIX}analysis:{game_id}"
+    return keys.analysis_key(game_id)
 
 
 def evals_key(game_id: str) -> str:
-    return f"{PREFIX}analysis:{game_id}:evals"
+    return keys.analysis_evals_key(game_id)
 
 
 # -- evaluations: worker side (pure) ----------------------------------------------------------

@@ -36,7 +36,9 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 
 from kibitz.server.domain.room import Room, seat_for_token
-from kibitz.server.store import ARCHIVE, PREFIX, channel, room_key
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.keys import ARCHIVE, room_key
+from kibitz.shared.bus.keys import room_channel as channel
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol import MAX_CHAT, ProtocolError, has_visible, refused_character
 
@@ -51,12 +53,12 @@ REARCHIVE_MARK_MS = 60_000
 
 
 def chat_key(room_id: str, which: Channel) -> str:
-    return f"{PREFIX}room:{room_id}:chat:{which}"
+    return keys.chat_key(room_id, which)
 
 
 def rearchive_key(room_id: str) -> str:
     """The mark of a finished room queued for archiving again for its chat."""
-    return f"{PREFIX}room:{room_id}:rearchive"
+    return keys.rearchive_key(room_id)
 
 
 def check_text(text: str) -> str:

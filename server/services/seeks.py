@@ -50,7 +50,7 @@ from kibitz.server.fanout.hub import Connection
 from kibitz.server.http import query
 from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.rooms import RoomService, now_ms
-from kibitz.server.store import LIVE, NODES, PREFIX
+from kibitz.shared.bus.keys import LIVE, NODES, SEEKS, SEEKS_CHANNEL
 from kibitz.shared.games import GameError, find_game
 from kibitz.shared.protocol import (
     Abort,
@@ -67,8 +67,6 @@ from kibitz.shared.protocol import (
 
 log = logging.getLogger(__name__)
 
-SEEKS = PREFIX + "seeks"
-SEEKS_CHANNEL = PREFIX + "seeks:events"
 PER_CONNECTION = 3  # open seeks one connection may have
 PER_ADDRESS = 10  # open seeks one address may have, all its connections on every node
 PUSH_INTERVAL_S = 0.5  # lobby pushes: at most two a second

@@ -72,16 +72,12 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-PREFIX = "kibitz:"
-JOBS = PREFIX + "jobs"
-READY = PREFIX + "ai:ready"
-WAITING = PREFIX + "ai:waiting"
-OWNERS = PREFIX + "ai:owners"
-CLOCK = PREFIX + "ai:clock"
-YIELD_PREFIX = PREFIX + "ai:yield:"
-# Not under "workers:": `kibitz status` reads every key there as a worker's heartbeat hash.
-WORKERS_LIVE = PREFIX + "ai:workers"
-ROOM_PREFIX = PREFIX + "room:"
+from kibitz.shared.bus.keys import AI_CLOCK as CLOCK
+from kibitz.shared.bus.keys import AI_READY as READY
+from kibitz.shared.bus.keys import AI_WAITING as WAITING
+from kibitz.shared.bus.keys import AI_WORKERS_LIVE as WORKERS_LIVE
+from kibitz.shared.bus.keys import AI_YIELD_PREFIX as YIELD_PREFIX
+from kibitz.shared.bus.keys import JOBS, ROOM_PREFIX
 
 MAX_WAITING = 10_000  # jobs in the fair queue, all owners together
 MAX_COST_MS = 3_000  # a job's expected cost, whatever its budget says
@@ -92,10 +88,6 @@ GAME_IDLE_MS = 30 * 60 * 1000  # an AI room untouched this long stops counting f
 MAX_DISPATCH_SCAN = 64  # ready jobs looked at by one dispatch call (bounded script time)
 YIELD_AFTER_MS = 1_000  # a search this old may be cut short for a waiting newcomer
 YIELD_MARK_MS = 5_000  # lifetime of the "a search yielded for this job" marker
-
-
-def ai_games_key(owner: str) -> str:
-    return f"{PREFIX}ai:games:{owner}"
 
 
 def owner_lane(owner: str, room: str) -> str:
@@ -159,7 +151,7 @@ local function fair_dispatch(ready, waiting, clock, jobs, live, now, worker_ttl,
     if job then
       local ok, data = pcall(cjson.decode, job)
       if ok and type(data) == 'table' and type(data['room']) == 'string' then
-        current = redis.call('HGET', room_prefix .. data['room'], 'version')
+        current = redis.call('HGET', room_prefix .. '{' .. data['room'] .. '}', 'version')
         if current and tonumber(current) ~= tonumber(data['version']) then current = false end
       end
     end

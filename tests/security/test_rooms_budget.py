@@ -48,7 +48,7 @@ ENV = {
     "KIBITZ_ABANDON_AI_AFTER": str(ABANDON_AI_S),
     "KIBITZ_FINISHED_TTL": str(FINISHED_S),
 }
-ROOM_KEYS = ("kibitz:room:{}", "kibitz:room:{}:events", "kibitz:room:{}:presence")
+ROOM_KEYS = ("kibitz:room:{{{}}}", "kibitz:room:{{{}}}:events", "kibitz:room:{{{}}}:presence")
 
 
 @pytest.fixture(scope="module")

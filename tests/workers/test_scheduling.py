@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from kibitz.client.connection import KibitzClient
-from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.workers.worker import JOBS
 from tests.conftest import ServerProcess, start_server
@@ -35,7 +35,7 @@ class Cluster:
         self.workers = {
             f"w{i}": start_worker(redis_url, f"w{i}", lease_ms=LEASE_MS) for i in range(workers)
         }
-        wait_until(lambda: self.r.zcard(fairness.WORKERS_LIVE) == workers)
+        wait_until(lambda: self.r.zcard(keys.AI_WORKERS_LIVE) == workers)
 
     async def open(self, host: str) -> KibitzClient:
         return await KibitzClient.open(self.node.http_url, local_addr=(host, 0))
@@ -210,10 +210,10 @@ async def test_a_job_resigned_while_queued_never_reaches_a_worker(cluster_of) ->
     try:
         first = (await client.create("chess", "ai:8", seat=1))["room"]
         second = (await client.create("chess", "ai:8", seat=1))["room"]
-        assert r.hexists(fairness.WAITING, f"{second}:0")  # one worker: the window is full
+        assert r.hexists(keys.AI_WAITING, f"{second}:0")  # one worker: the window is full
         await client.resign(second)
         await client.wait_state(first, lambda s: _moves(s) == 1, timeout=20)
-        wait_until(lambda: r.hlen(fairness.WAITING) == 0 and r.zcard(fairness.READY) == 0)
+        wait_until(lambda: r.hlen(keys.AI_WAITING) == 0 and r.zcard(keys.AI_READY) == 0)
         wait_until(lambda: cluster.stat("w0", "done") == 1)
         assert cluster.stat("w0", "dropped") == 0  # dropped by dispatch, not by the worker
         assert _moves(_latest(client, second)) == 0
@@ -226,10 +226,10 @@ def test_workers_count_themselves_in_and_out(private_redis: EmbeddedRedis) -> No
     r = redis.Redis.from_url(private_redis.url, decode_responses=True)
     worker = start_worker(private_redis.url, "counted", lease_ms=LEASE_MS)
     try:
-        wait_until(lambda: r.zscore(fairness.WORKERS_LIVE, "counted") is not None)
+        wait_until(lambda: r.zscore(keys.AI_WORKERS_LIVE, "counted") is not None)
         worker.terminate()
         assert worker.wait(timeout=15) == 0
-        assert r.zscore(fairness.WORKERS_LIVE, "counted") is None
+        assert r.zscore(keys.AI_WORKERS_LIVE, "counted") is None
     finally:
         if worker.poll() is None:
             os.kill(worker.pid, signal.SIGKILL)

@@ -17,11 +17,12 @@ import redis.asyncio as aioredis
 from kibitz.client.connection import KibitzClient
 from kibitz.server.archive.database import Archive
 from kibitz.server.store import ARCHIVE, ARCHIVERS_GROUP, LIVE
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import ServerProcess, new_postgres_database, start_server
 from tests.server.test_rooms import play_random
 
-ROOM_KEYS = ("kibitz:room:{}", "kibitz:room:{}:events", "kibitz:room:{}:presence")
+ROOM_KEYS = ("kibitz:room:{{{}}}", "kibitz:room:{{{}}}:events", "kibitz:room:{{{}}}:presence")
 #: Short lifetimes so the tests see rooms expire within seconds.
 SHORT = ["--finished-ttl", "30", "--waiting-ttl", "1.5", "--idle-game-limit", "2"]
 
@@ -239,7 +240,7 @@ async def test_a_node_killed_before_archiving_leaves_the_game_to_another(tmp_pat
                 await archive.close()
             pending = await client.xpending(ARCHIVE, ARCHIVERS_GROUP)
             assert int(pending["pending"]) == 0 and await client.xlen(ARCHIVE) == 0
-            assert await client.pttl(f"kibitz:room:{room}") > 0
+            assert await client.pttl(keys.room_key(room)) > 0
         finally:
             victim.stop()
             if survivor is not None:

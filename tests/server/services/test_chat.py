@@ -13,6 +13,7 @@ from kibitz.client.connection import KibitzClient, ServerError
 from kibitz.server.domain.room import Room, Seat
 from kibitz.server.services.chat import ChatStore, record_chat, settle_record_chat
 from kibitz.server.store import ARCHIVE, room_key
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import ServerProcess, start_server
 
@@ -182,7 +183,7 @@ async def test_resume_and_watch_replay_the_last_hundred_lines(nodes, redis_serve
                     await talker.chat(room, text)
                     sent.append(text)
         await s.chat(room, "spectator line", name="kib")
-        key = f"kibitz:room:{room}:chat:players"
+        key = keys.chat_key(room, "players")
         assert r.llen(key) == 100
         assert r.ttl(key) == -1  # a playing room's keys have no TTL, nor has its chat
         async with await KibitzClient.open(nodes[1].http_url) as back:
@@ -202,7 +203,7 @@ async def test_resume_and_watch_replay_the_last_hundred_lines(nodes, redis_serve
             if r.ttl(key) > 0:
                 break
             await asyncio.sleep(0.1)
-        assert 0 < r.pttl(key) <= r.pttl(f"kibitz:room:{room}") + 1000
+        assert 0 < r.pttl(key) <= r.pttl(keys.room_key(room)) + 1000
     finally:
         r.close()
         for client in (a, b, s):

@@ -17,6 +17,7 @@ from kibitz.server.domain.room import Room, RoomError, create_room
 from kibitz.server.services.rooms import RoomService
 from kibitz.server.store import JOBS, LIVE, WORKERS_GROUP, RoomStore
 from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol import Create, Job, Resign
 from tests.conftest import start_server
@@ -145,7 +146,7 @@ async def test_the_stream_is_fed_in_fair_order(service: RoomService) -> None:
     # No worker is live: the window is one job, so one job sits in the stream and the
     # others wait in the fair queue.
     assert await r.xlen(JOBS) == 1
-    assert await r.hlen(fairness.WAITING) == 5 == await r.zcard(fairness.READY)
+    assert await r.hlen(keys.AI_WAITING) == 5 == await r.zcard(keys.AI_READY)
     started = [await _take_and_finish(r, service) for _ in range(6)]
     assert started == [flood[0], newcomer, *flood[1:]]
     # The same order as the policy's Python model.
@@ -158,21 +159,21 @@ async def test_the_stream_is_fed_in_fair_order(service: RoomService) -> None:
     assert [flood[0], *_drain(model)] == started
     assert await _take_and_finish(r, service) is None
     # Everything cleaned: queue empty; only owners still "ahead of the clock" remain.
-    assert await r.hlen(fairness.WAITING) == 0 == await r.zcard(fairness.READY)
-    assert await r.zcard(fairness.OWNERS) <= 2
+    assert await r.hlen(keys.AI_WAITING) == 0 == await r.zcard(keys.AI_READY)
+    assert await r.zcard(keys.AI_OWNERS) <= 2
 
 
 async def test_the_window_is_the_number_of_live_workers(service: RoomService) -> None:
     r = service.store.redis
     fair = fairness.AsyncFairQueue(r)
     for name in ("w1", "w2", "w3"):
-        await r.zadd(fairness.WORKERS_LIVE, {name: 0})  # beats from long ago: not live
-    await r.zadd(fairness.WORKERS_LIVE, {"w4": (await _redis_ms(r)), "w5": await _redis_ms(r)})
+        await r.zadd(keys.AI_WORKERS_LIVE, {name: 0})  # beats from long ago: not live
+    await r.zadd(keys.AI_WORKERS_LIVE, {"w4": (await _redis_ms(r)), "w5": await _redis_ms(r)})
     for _ in range(4):
         await _ai_room(service, "10.0.0.1", "chess", 8)
     assert await r.xlen(JOBS) == 2  # two live workers, two jobs admitted
     assert await fair.waiting() == 2
-    assert await r.zcard(fairness.WORKERS_LIVE) == 2  # the dead ones were pruned
+    assert await r.zcard(keys.AI_WORKERS_LIVE) == 2  # the dead ones were pruned
 
 
 async def _redis_ms(r: aioredis.Redis) -> int:
@@ -184,11 +185,11 @@ async def test_a_job_whose_room_moved_on_is_dropped_not_dispatched(service: Room
     r = service.store.redis
     first = await _ai_room(service, "10.0.0.1", "chess", 8)
     second = await _ai_room(service, "10.0.0.1", "chess", 8)
-    assert await r.hexists(fairness.WAITING, f"{second}:0")
+    assert await r.hexists(keys.AI_WAITING, f"{second}:0")
     await service.resign(Resign(room=second, token="tok-10.0.0.1"))  # while queued
     assert await _take_and_finish(r, service) == first
     assert await r.xlen(JOBS) == 0  # the second job was dropped, never sent
-    assert await r.hlen(fairness.WAITING) == 0 == await r.zcard(fairness.READY)
+    assert await r.hlen(keys.AI_WAITING) == 0 == await r.zcard(keys.AI_READY)
     assert (await service.get(second)).moves == []
 
 
@@ -203,13 +204,13 @@ async def test_the_ai_game_limit_refuses_and_changes_nothing(service: RoomServic
     assert refused.value.code == "rate/ai_games" and "at most 2" in refused.value.message
     after = {key: await r.type(key) async for key in r.scan_iter("kibitz:*")}
     assert after == before and await r.zcard(LIVE) == lobby
-    assert await r.zcard(fairness.ai_games_key("10.0.0.1")) == 2
+    assert await r.zcard(keys.ai_games_key("10.0.0.1")) == 2
     # Other owners, and games without an AI, are not affected.
     await _ai_room(service, "10.0.0.2", "othello", 3)
     await service.create(Create(game="othello"), "tok", owner="10.0.0.1")
     # A finished game frees its place.
     await service.resign(Resign(room=rooms[0], token="tok-10.0.0.1"))
-    assert await r.zcard(fairness.ai_games_key("10.0.0.1")) == 1
+    assert await r.zcard(keys.ai_games_key("10.0.0.1")) == 1
     await _ai_room(service, "10.0.0.1", "othello", 3)
 
 
@@ -220,12 +221,12 @@ async def test_a_full_queue_refuses_the_move_and_changes_nothing(
     monkeypatch.setattr(fairness, "MAX_WAITING", 2)
     for owner in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):  # one sent, two waiting
         await _ai_room(service, owner, "chess", 8)
-    keys = sorted([key async for key in r.scan_iter("kibitz:*")])
+    before = sorted([key async for key in r.scan_iter("kibitz:*")])
     with pytest.raises(RoomError) as refused:
         await _ai_room(service, "10.0.0.4", "chess", 8)
     assert refused.value.code == "server/busy"
-    assert sorted([key async for key in r.scan_iter("kibitz:*")]) == keys
-    assert await r.hlen(fairness.WAITING) == 2
+    assert sorted([key async for key in r.scan_iter("kibitz:*")]) == before
+    assert await r.hlen(keys.AI_WAITING) == 2
 
 
 async def test_the_ai_game_limit_over_websockets(tmp_path) -> None:
