@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import redis.asyncio as aioredis
 import sqlalchemy as sa
 
 from kibitz.client.connection import KibitzClient, newer_than
+from kibitz.shared.bus.stats import ServerStats
 
 FINISHED_TTL_S = 2.0
 MEMORY_TOLERANCE = 0.05
@@ -78,15 +78,6 @@ async def play(url: str, games: int, concurrency: int, first_seed: int) -> None:
     await asyncio.gather(*(lane() for _ in range(min(concurrency, games))))
 
 
-async def used_memory(redis: aioredis.Redis) -> int:
-    info: Any = await redis.info("memory")
-    return int(info["used_memory"])
-
-
-async def room_keys(redis: aioredis.Redis) -> int:
-    return len([key async for key in redis.scan_iter("kibitz:room:*", count=1000)])
-
-
 async def archived(engine: Any) -> int:
     async with engine.connect() as conn:
         return int((await conn.execute(sa.text("SELECT count(*) FROM games"))).scalar_one())
@@ -102,19 +93,19 @@ async def wait_for(check: Any, what: str, timeout: float = SETTLE_TIMEOUT_S) -> 
     return time.monotonic() - start
 
 
-async def settle(redis: aioredis.Redis) -> int:
+async def settle(stats: ServerStats) -> int:
     """Wait until no room key is left; the memory then (the smallest of a few samples:
     the allocator's figure wobbles by a few kilobytes)."""
-    await wait_for(lambda: _no_rooms(redis), "the rooms' expiry")
+    await wait_for(lambda: _no_rooms(stats), "the rooms' expiry")
     samples = []
     for _ in range(5):
         await asyncio.sleep(0.2)
-        samples.append(await used_memory(redis))
+        samples.append(await stats.used_memory())
     return min(samples)
 
 
-async def _no_rooms(redis: aioredis.Redis) -> bool:
-    return await room_keys(redis) == 0
+async def _no_rooms(stats: ServerStats) -> bool:
+    return await stats.room_keys() == 0
 
 
 async def measure(
@@ -122,13 +113,13 @@ async def measure(
 ) -> dict[str, Any]:
     from kibitz.server.archive.database import Archive
 
-    redis = aioredis.from_url(redis_url, decode_responses=True)
+    stats = ServerStats(redis_url)
     archive = await Archive.open(database)
     try:
         await play(url, args.concurrency, args.concurrency, 0)
         warm = args.concurrency
         await wait_for(lambda: _count_is(archive, warm), "the warm-up games' archiving")
-        baseline = await settle(redis)
+        baseline = await settle(stats)
 
         peak = baseline
         sampling = True
@@ -136,7 +127,7 @@ async def measure(
         async def sample() -> None:
             nonlocal peak
             while sampling:
-                peak = max(peak, await used_memory(redis))
+                peak = max(peak, await stats.used_memory())
                 await asyncio.sleep(0.1)
 
         sampler = asyncio.create_task(sample())
@@ -157,7 +148,7 @@ async def measure(
             await archive.save({**records[i % len(records)], "id": f"bench{i:08d}"})
         save_s = time.monotonic() - save_start
 
-        after = await settle(redis)
+        after = await settle(stats)
         return {
             "database": archive.engine.dialect.name,
             "games": args.games,
@@ -176,7 +167,7 @@ async def measure(
         }
     finally:
         await archive.close()
-        await redis.aclose()
+        await stats.aclose()
 
 
 async def _count_is(archive: Any, n: int) -> bool:

@@ -35,10 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
-
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.shared.bus.keys import AI_WORKERS_LIVE as WORKERS_LIVE
+from kibitz.shared.bus.jobs import JobsProbe
 from kibitz.workers.worker import WorkerConfig
 
 NEWCOMER, VICTIM = "127.0.0.3", "127.0.0.4"
@@ -47,9 +45,6 @@ CREATES_PER_CONNECTION = 20  # the server's per-connection create rate, a minute
 
 def flooder_address(index: int) -> str:
     return f"127.0.1.{index + 1}"
-
-
-JOBS, GROUP = "kibitz:jobs", "workers"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -148,7 +143,7 @@ class WorkerPool:
 
     def __init__(self, redis_url: str, n: int) -> None:
         self.redis_url = redis_url
-        self.r = redis.Redis.from_url(redis_url, decode_responses=True)
+        self.probe = JobsProbe(redis_url)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.generation = 0
         for _ in range(n):
@@ -167,7 +162,7 @@ class WorkerPool:
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Until every worker of the pool has counted itself in."""
         deadline = time.monotonic() + timeout
-        while any(self.r.zscore(WORKERS_LIVE, name) is None for name in self.procs):
+        while not all(self.probe.worker_counted(name) for name in self.procs):
             if time.monotonic() > deadline:
                 raise RuntimeError("workers did not start")
             time.sleep(0.05)
@@ -186,7 +181,7 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        self.r.close()
+        self.probe.close()
 
 
 @dataclass
@@ -317,21 +312,21 @@ async def _keep_busy(
 
 
 async def _kill_workers(url: str, pool: WorkerPool, kills: int) -> dict[str, Any]:
-    r = pool.r
+    probe = pool.probe
     takeovers: list[float] = []
     moves: list[float] = []
     errors = 0
     victim = await KibitzClient.open(url, local_addr=(VICTIM, 0))
     try:
         for _ in range(kills):
-            await _until(lambda: not r.xpending(JOBS, GROUP)["pending"] and not r.xlen(JOBS))
+            await _until(probe.jobs_idle)
             room = (await victim.create("othello", "ai:8", seat=1))["room"]
-            owner = await _until(lambda: _job_owner(r))
+            owner = await _until(probe.job_owner)
             await asyncio.sleep(0.3)  # mid-search
             pool.kill(owner)
             killed = time.perf_counter()
             try:
-                await _until(lambda gone=owner: _job_owner(r) not in (None, gone), timeout=30)
+                await _until(lambda gone=owner: probe.job_owner() not in (None, gone), timeout=30)
                 takeovers.append(time.perf_counter() - killed)
                 await victim.wait_state(room, lambda s: len(s["moves"]) >= 1, timeout=30)
                 moves.append(time.perf_counter() - killed)
@@ -351,12 +346,6 @@ async def _kill_workers(url: str, pool: WorkerPool, kills: int) -> dict[str, Any
         "move_all_s": [round(t, 3) for t in moves],
         "errors": errors,
     }
-
-
-def _job_owner(r: redis.Redis) -> str | None:
-    """The worker holding the (only) pending job, if any."""
-    entries: Any = r.xpending_range(JOBS, GROUP, min="-", max="+", count=1)
-    return str(entries[0]["consumer"]) if entries else None
 
 
 async def _until(probe: Any, timeout: float = 30.0) -> Any:

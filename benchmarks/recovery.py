@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import redis
 
 from kibitz.client.connection import KibitzClient, ServerError
+from kibitz.shared.bus.stats import BlockingServerStats
 
 FAULTS = ("restart-term", "restart-kill", "stall")
 #: A tic-tac-toe game that does not end before its sixth move (three faults, two moves each).
@@ -160,9 +160,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     health_during = await healthz(url1)
                     await asyncio.to_thread(cluster.redis.start)
                 back = time.monotonic()
-                r = redis.Redis.from_url(cluster.redis.url)
-                r.ping()
-                r.close()
+                server = BlockingServerStats(cluster.redis.url)
+                server.ping()
+                server.close()
                 move = MOVES[played]
                 delays = await asyncio.gather(
                     *(deliver(room, a, b, move, back) for room, a, b in games)
@@ -196,20 +196,20 @@ async def pool_under_watchers(
 ) -> dict[str, int]:
     """Peak Redis connections of the whole cluster while ``watchers`` clients send ``watch``
     to one node at the same moment (every one must get the room's state)."""
-    r = redis.Redis.from_url(cluster.redis.url)
+    server = BlockingServerStats(cluster.redis.url)
     clients: list[KibitzClient] = []
     for start in range(0, watchers, 100):
         clients += await asyncio.gather(
             *(KibitzClient.open(url) for _ in range(min(100, watchers - start)))
         )
-    baseline = len(r.client_list()) - 1
+    baseline = server.clients()
     peak = baseline
     sampling = True
 
     async def sample() -> None:
         nonlocal peak
         while sampling:
-            peak = max(peak, len(r.client_list()) - 1)
+            peak = max(peak, server.clients())
             await asyncio.sleep(0.005)
 
     sampler = asyncio.create_task(sample())
@@ -218,7 +218,7 @@ async def pool_under_watchers(
     await sampler
     errors = sum(1 for s in states if isinstance(s, BaseException))
     await asyncio.gather(*(c.close() for c in clients))
-    r.close()
+    server.close()
     return {"watchers": watchers, "errors": errors, "redis_connections_before": baseline,
             "redis_connections_peak": peak, "nodes": len(cluster.nodes)}  # fmt: skip
 

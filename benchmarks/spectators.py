@@ -53,7 +53,7 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from kibitz.client.connection import ServerError, ws_url
-from kibitz.shared.protocol import Codec
+from kibitz.shared.protocol.codec import Codec
 
 Buffer = bytes | bytearray | memoryview  # a frame's data
 

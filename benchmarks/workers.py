@@ -23,12 +23,10 @@ import time
 import uuid
 from typing import Any
 
-import redis
-
 from kibitz.benchmarks.faults import WorkerPool
-from kibitz.shared.bus.keys import JOBS, RESULTS, room_key
+from kibitz.shared.bus.jobs import JobsProbe
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget, Job
+from kibitz.shared.protocol.jobs import Budget, Job
 
 #: Fixed-depth searches of about 0.1-0.3 s each on this machine.
 DEPTHS = {"othello": 7, "chess": 4, "draughts": 6, "oware": 9}
@@ -62,14 +60,16 @@ def run(args: argparse.Namespace) -> int:
 
     rates: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as store:
-        r = redis.Redis.from_url(store.url, decode_responses=True)
+        probe = JobsProbe(store.url)
         for size in sizes:
-            seconds = _measure(r, store.url, size, args.game, positions, depth, args.max_seconds)
+            seconds = _measure(
+                probe, store.url, size, args.game, positions, depth, args.max_seconds
+            )
             rates[size] = len(positions) / seconds if seconds else 0.0
             if not args.json:
                 print(f"{size} worker(s): {len(positions)} jobs in {seconds:.2f} s, "
                       f"{rates[size]:.2f} jobs/s")  # fmt: skip
-        r.close()
+        probe.close()
     base = rates.get(sizes[0]) or 0.0
     result: dict[str, Any] = {
         "game": args.game,
@@ -102,7 +102,7 @@ def _positions(game_id: str, count: int, seed: int) -> list[tuple[str, list[str]
 
 
 def _measure(
-    r: redis.Redis,
+    probe: JobsProbe,
     url: str,
     size: int,
     game: str,
@@ -113,13 +113,10 @@ def _measure(
     pool = WorkerPool(url, size)
     try:
         pool.wait_ready()
-        r.delete(RESULTS)
-        pipe = r.pipeline(transaction=False)
+        probe.clear_results()
         jobs = []
         for position, moves in positions:
             room = "bench" + uuid.uuid4().hex[:10]
-            pipe.hset(room_key(room), mapping={"version": 0})
-            pipe.expire(room_key(room), 3600)
             jobs.append(
                 Job(
                     job_id=uuid.uuid4().hex,
@@ -132,20 +129,16 @@ def _measure(
                     budget=Budget(depth=depth, time_ms=60_000, nodes=None),
                 )
             )
-        pipe.execute()
+        probe.seed_rooms([job.room for job in jobs], version=0, ttl_s=3600)
         started = time.perf_counter()
-        pipe = r.pipeline(transaction=False)
-        for job in jobs:
-            pipe.xadd(JOBS, job.to_fields())
-        pipe.execute()
+        probe.queue_jobs(jobs)
         deadline = time.monotonic() + max_seconds
-        while r.xlen(RESULTS) < len(jobs):
+        while probe.results_count() < len(jobs):
             if time.monotonic() > deadline:
                 raise SystemExit(f"{size} worker(s): timed out after {max_seconds} s")
             time.sleep(0.01)
         seconds = time.perf_counter() - started
-        entries: Any = r.xrange(RESULTS)
-        failed = [f for _id, f in entries if json.loads(f["result"]).get("error")]
+        failed = [f for f in probe.results() if json.loads(f["result"]).get("error")]
         if failed:
             raise SystemExit(f"{size} worker(s): {len(failed)} jobs failed: {failed[0]}")
         return seconds

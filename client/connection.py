@@ -24,7 +24,7 @@ from typing import Any
 import msgpack
 import websockets
 
-from kibitz.shared.protocol import Codec
+from kibitz.shared.protocol.codec import Codec
 
 # Errors after which the same request may simply be sent again: nothing was changed.
 TRANSIENT_ERRORS = frozenset({"server/unavailable", "room/busy", "server/busy"})

@@ -1,42 +1,52 @@
-"""The keys under which the node's services live in the aiohttp application.
+"""The keys under which the node's parts live in the aiohttp application.
 
-``create_app`` (server/app.py) puts each service under its key; the handlers (app.py,
-games_api.py, edge.py) and ``kibitz serve`` read them back with ``app[KEY]``. Kept apart
-from app.py so that a module of handlers can read them without importing the app.
+The composition root (server/node.py) puts each part under its key; the handlers
+(server/http/, server/gateway/) and ``kibitz serve`` read them back with ``app[KEY]``.
+The parts' types are imported for the type checker only: at run time this module imports
+nothing of the server, so every layer that reads a key may import it.
 """
 
 from __future__ import annotations
 
-import redis.asyncio as aioredis
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
-from kibitz.server.archive.database import Archive
-from kibitz.server.fanout.hub import Hub
-from kibitz.server.gateway.limits import AddressLimiter, Limits
-from kibitz.server.metrics import Metrics
-from kibitz.server.services.chat import ChatStore
-from kibitz.server.services.rooms import RoomService
-from kibitz.server.services.seeks import Seeks
-from kibitz.server.store import RoomStore
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
-STORE_KEY = web.AppKey("store", RoomStore)
-SERVICE_KEY = web.AppKey("service", RoomService)
-HUB_KEY = web.AppKey("hub", Hub)
-REDIS_KEY = web.AppKey("redis", aioredis.Redis)
+    from kibitz.server.archive.database import Archive
+    from kibitz.server.config import NodeConfig
+    from kibitz.server.fanout.hub import Hub
+    from kibitz.server.loops.supervisor import Supervisor
+    from kibitz.server.metrics import Metrics
+    from kibitz.server.services.chat import ChatStore
+    from kibitz.server.services.limits import AddressLimiter, Limits
+    from kibitz.server.services.room_store import RoomStore
+    from kibitz.server.services.rooms import RoomService
+    from kibitz.server.services.seeks import Seeks
+
+STORE_KEY: web.AppKey[RoomStore] = web.AppKey("store")
+SERVICE_KEY: web.AppKey[RoomService] = web.AppKey("service")
+HUB_KEY: web.AppKey[Hub] = web.AppKey("hub")
+REDIS_KEY: web.AppKey[aioredis.Redis] = web.AppKey("redis")
 NODE_KEY = web.AppKey("node", str)
+#: The node's configuration (server/config.py), as it was built once.
+CONFIG_KEY: web.AppKey[NodeConfig] = web.AppKey("config")
+#: The node's loops and their health (server/loops/supervisor.py).
+SUPERVISOR_KEY: web.AppKey[Supervisor] = web.AppKey("supervisor")
 #: The origins of the node's own listening address (used while no public origin is set).
 LISTENING_ORIGINS_KEY = web.AppKey("listening_origins", set[str])
 #: The key that turns worker names into the opaque ids ``/api/status`` shows.
 STATUS_KEY = web.AppKey("status_key", bytes)
-METRICS_KEY = web.AppKey("metrics", Metrics)
-TASKS_KEY = web.AppKey("tasks", list)
-LIMITS_KEY = web.AppKey("limits", Limits)
-LIMITER_KEY = web.AppKey("limiter", AddressLimiter)
+METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics")
+LIMITS_KEY: web.AppKey[Limits] = web.AppKey("limits")
+LIMITER_KEY: web.AppKey[AddressLimiter] = web.AppKey("limiter")
 #: The finished-games database (``archive.get``/``archive.list`` for the HTTP API).
-ARCHIVE_KEY = web.AppKey("archive", Archive)
-#: Room chat lists (see chat.py).
-CHAT_KEY = web.AppKey("chat", ChatStore)
-#: Seeks and the lobby (see seeks.py).
-SEEKS_KEY = web.AppKey("seeks", Seeks)
+ARCHIVE_KEY: web.AppKey[Archive] = web.AppKey("archive")
+#: Room chat lists (see server/services/chat.py).
+CHAT_KEY: web.AppKey[ChatStore] = web.AppKey("chat")
+#: Seeks and the lobby (see server/services/seeks.py).
+SEEKS_KEY: web.AppKey[Seeks] = web.AppKey("seeks")
 #: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).
 WS_COMPRESSION_KEY = web.AppKey("ws_compression", bool)

@@ -1,5 +1,6 @@
-"""The node's Prometheus metrics (``GET /metrics``): connections, messages, errors, moves
-and the pub/sub listener's health, in one registry per application."""
+"""The node's Prometheus metrics (``GET /metrics``): connections, messages, errors, moves,
+the pub/sub listener's health and the node loops' restarts, in one registry per
+application."""
 
 from __future__ import annotations
 
@@ -47,6 +48,17 @@ class Metrics:
         self.fallback_moves = Counter(
             "kibitz_fallback_moves_total",
             "AI moves the server played itself after a failed job",
+            registry=self.registry,
+        )
+        self.loop_restarts = Counter(
+            "kibitz_loop_restarts_total",
+            "times a node loop was started again after it failed (server/loops/supervisor.py)",
+            ["loop"],
+            registry=self.registry,
+        )
+        self.loops_up = Gauge(
+            "kibitz_loops_up",
+            "node loops running now (not backing off after a failure, finished or stopped)",
             registry=self.registry,
         )
         self._message_counts: dict[type, Any] = {}  # message class -> its labelled counter

@@ -132,10 +132,11 @@ def test_who_decides_what_names_code_and_a_test_for_twenty_behaviours() -> None:
 
 def test_every_redis_key_in_the_table_is_spelled_in_the_code() -> None:
     """Each word of each key in "Redis keys" (between colons, placeholders left out) is in
-    a string of server/ or workers/: a key renamed in the code fails here."""
+    a string of server/, workers/ or shared/ (the key schema, shared/bus/keys.py, and the
+    bus modules that say what each key holds): a key renamed in the code fails here."""
     code = "\n".join(
         path.read_text(encoding="utf-8")
-        for folder in ("server", "workers")
+        for folder in ("server", "workers", "shared")
         for path in (ROOT / folder).rglob("*.py")
     )
     missing = []

@@ -148,9 +148,16 @@ def test_cycle_finder_finds_a_cycle() -> None:
 VIOLATIONS = {
     "shared-imports-nothing-of-ours": ("shared/fastjson.py", "import kibitz.server.domain.room"),
     "shared-no-io": ("shared/fastjson.py", "import socket"),
-    "client-not-server": ("client/bot.py", "import kibitz.server.store"),
+    "client-not-server": ("client/bot.py", "import kibitz.server.services.room_store"),
     "workers-not-server": ("workers/engines.py", "import kibitz.server.fanout.hub"),
-    "no-cycles": ("server/domain/room.py", "import kibitz.server.store"),
+    "no-cycles": ("server/domain/room.py", "import kibitz.server.services.room_store"),
+    "bus-below-server-and-workers": ("shared/bus/keys.py", "import kibitz.server.metrics"),
+    "domain-pure": ("server/domain/clocks.py", "import asyncio"),
+    "redis-only-in-bus": ("server/http/query.py", "import redis"),
+    "protocol-directions-independent": (
+        "shared/protocol/jobs.py",
+        "import kibitz.shared.protocol.client_in",
+    ),
 }
 
 

@@ -31,7 +31,7 @@ import chess
 import chess.engine
 
 from kibitz.shared.games.registry import available_games, policy_for
-from kibitz.shared.protocol import SEARCHER_ENGINE, Budget, Job
+from kibitz.shared.protocol.jobs import SEARCHER_ENGINE, Budget, Job
 from kibitz.shared.search.choose import DECIDED
 from kibitz.shared.search.limits import CancelToken
 from kibitz.shared.search.scores import WIN

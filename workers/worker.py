@@ -18,12 +18,16 @@ through the fair queue (``shared/bus/fair_queue.py``); each worker counts itself
 dispatch window with its heartbeat and admits the next jobs after each job and in each
 idle round.
 
-Analysis jobs (``server/services/analysis.py``) come on a stream of their own,
+Analysis jobs (``server/services/analysis.py`` starts them) come on a stream of their own,
 ``kibitz:analysis:jobs``, read through the same group: a worker takes one only when the
 live stream has nothing for it, searches it for a short fixed budget, and writes the
 evaluation straight into the analysis's Redis hash. Live moves therefore always go first:
 while an analysis search runs, :class:`LiveJobWatch` cuts it short as soon as a live job
 waits in the stream.
+
+Both streams are read through the one stream consumer (``shared/bus/consumer.py``: claim,
+read, acknowledge, bury), and every other Redis step goes through the bus too
+(``shared/bus/jobs.py``, ``shared/bus/analysis.py``): this module decides, the bus talks.
 
 A worker rides out a Redis outage: it retries with waits that double up to
 ``RETRY_MAX_S`` and logs a few lines per outage (:class:`Outage`). A worker started by a
@@ -47,22 +51,31 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import redis
-
-from kibitz.server.services import analysis
-from kibitz.shared.bus.fair_queue import YIELD_AFTER_MS, FairQueue, owner_lane
+from kibitz.shared.bus import analysis
+from kibitz.shared.bus.analysis import AnalysisJobs
+from kibitz.shared.bus.consumer import BlockingConsumer, ConsumerPolicy, Entry, missing_group
+from kibitz.shared.bus.errors import BusConnectionError, BusError, BusTimeoutError
+from kibitz.shared.bus.fair_queue import YIELD_AFTER_MS, owner_lane
+from kibitz.shared.bus.jobs import WorkerBus
 from kibitz.shared.bus.keys import DEAD_JOBS as DEAD
-from kibitz.shared.bus.keys import JOBS, RESULTS, room_channel, room_key, worker_key
+from kibitz.shared.bus.keys import JOBS, WORKERS_GROUP
+from kibitz.shared.bus.keys import RESULTS as RESULTS  # named here by the tests
+from kibitz.shared.bus.keys import room_key as room_key  # named here by the tests
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import (
+from kibitz.shared.protocol.client_out import Thinking
+from kibitz.shared.protocol.codec import ProtocolError
+from kibitz.shared.protocol.jobs import (
+    ANALYSIS_LEVEL,
     MAX_PV,
     SEARCHER_ENGINE,
+    AnalysisJob,
     Budget,
     Job,
     JobResult,
-    ProtocolError,
-    StreamFields,
-    thinking_message,
+    analysis_budget,
+    failed_eval,
+    position_eval,
+    terminal_eval,
 )
 from kibitz.shared.search import choose_move, report_score
 from kibitz.shared.search.choose import format_line
@@ -74,11 +87,10 @@ from kibitz.workers.engines import EnginePool, budget_left
 log = logging.getLogger(__name__)
 
 
-GROUP = "workers"
+GROUP = WORKERS_GROUP
 BLOCK_MS = 500  # an idle round: heartbeat, dispatch, reclaim, then wait this long for a job
-MAX_DELIVERIES = 3
+MAX_DELIVERIES = 3  # a job delivered more often than this (its workers died) is dead
 HEARTBEAT_TTL_S = 15
-RESULTS_KEPT = 100_000
 MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
 CLOCK_MARGIN_MS = 40  # kept from a timed job's think time for the trip back to the room
 MIN_SEARCH_MS = 20  # a timed job with less than this left searches one ply
@@ -101,24 +113,22 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.name = config.name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
-        # Reads block for BLOCK_MS at most, so a longer socket timeout only fires when
-        # Redis itself hangs; the loop then retries instead of waiting forever.
-        self.redis = redis.Redis.from_url(
-            config.redis_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5
-        )
+        # Reads block for BLOCK_MS at most, so the bus's longer socket timeout only fires
+        # when Redis itself hangs; the loop then retries instead of waiting forever.
+        self.bus = WorkerBus(config.redis_url)
         # The lease keeper's own connection: it talks while the main thread searches.
-        self.lease_redis = redis.Redis.from_url(
-            config.redis_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5
+        self.lease_bus = WorkerBus(config.redis_url)
+        self.jobs = BlockingConsumer(self.bus.client, job_policy(config.lease_ms), self.name)
+        self.analysis_jobs = BlockingConsumer(
+            self.bus.client, analysis_policy(config.lease_ms), self.name
         )
-        self.fair = FairQueue(self.redis)
+        self.analyses = AnalysisJobs(self.bus.client)
+        self.fair = self.bus.fair_queue()
         self.stopping = False
         self.done = 0
         self.dropped = 0  # jobs whose room moved on: no result posted
         self.hurried = 0  # searches cut short to free the worker for a waiting game
-        self._claim_cursor = "0-0"
-        self._analysis_cursor = "0-0"
         self.analysed = 0  # analysis jobs done (also counted in ``done``)
-        self._write_eval = self.redis.register_script(analysis.WRITE_SCRIPT)
         self.engines = EnginePool(config.engines)  # UCI engines serving some games' jobs
         self.outage = Outage()
 
@@ -134,19 +144,19 @@ class Worker:
                 break
             try:
                 self._round()
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except (BusConnectionError, BusTimeoutError) as exc:
                 self._pause(self.outage.failed(exc))
                 continue
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
+            except BusError as exc:
+                if not missing_group(exc):
                     raise
                 self._ensure_group()
             self.outage.over()
         self.engines.close()
         try:
             self.fair.leave(self.name)
-            self.redis.delete(worker_key(self.name))
-        except redis.RedisError as exc:  # it expires on its own
+            self.bus.sign_off(self.name)
+        except BusError as exc:  # it expires on its own
             log.warning("could not sign off: %s", exc)
         return 0
 
@@ -155,17 +165,17 @@ class Worker:
         self._heartbeat()
         self.fair.dispatch()  # after each job and each idle round: admission never stalls
         # Live jobs first; an analysis job only when none is there.
-        entry = self._reclaim() or self._read(block_ms=None)
+        entry = self._reclaim() or self._read(wait=False)
         if entry is not None:
-            self._process(*entry)
+            self._process(entry)
             return
         work = self._next_analysis()
         if work is not None:
-            self._analyse(*work)
+            self._analyse(work)
             return
         entry = self._read()
         if entry is not None:
-            self._process(*entry)
+            self._process(entry)
 
     def _stop(self, *_: Any) -> None:
         self.stopping = True
@@ -177,153 +187,118 @@ class Worker:
             time.sleep(min(left, 0.1))
 
     def _ensure_group(self) -> None:
-        for stream in (JOBS, analysis.JOBS):
-            try:
-                self.redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
-            except redis.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+        self.jobs.ensure_group()
+        self.analysis_jobs.ensure_group()
 
     def _heartbeat(self) -> None:
-        key = worker_key(self.name)
-        beat: StreamFields = {
-            "name": self.name,
+        counters = {
             "done": self.done,
             "dropped": self.dropped,
             "hurried": self.hurried,
             "analysed": self.analysed,
         }
-        self.redis.hset(key, mapping={**beat, "at": int(time.time())})
-        self.redis.expire(key, HEARTBEAT_TTL_S)
+        self.bus.heartbeat(self.name, counters, HEARTBEAT_TTL_S)
         self.fair.beat(self.name)
 
-    def _reclaim(self) -> tuple[str, dict[str, str]] | None:
+    def _reclaim(self) -> Entry | None:
         """A job whose worker stopped answering, if any (its lease has run out)."""
-        reply: Any = self.redis.xautoclaim(
-            JOBS, GROUP, self.name, self.config.lease_ms, self._claim_cursor, count=1
-        )
-        cursor, claimed = reply[0], reply[1]
-        self._claim_cursor = cursor
-        for entry_id, fields in claimed:
-            if fields is None:  # trimmed away meanwhile
-                self.redis.xack(JOBS, GROUP, entry_id)
-                continue
-            log.info("reclaimed job entry %s", entry_id)
-            return entry_id, fields
+        for entry in self.jobs.claim():
+            log.info("reclaimed job entry %s", entry.id)
+            return entry
         return None
 
-    def _read(self, block_ms: int | None = BLOCK_MS) -> tuple[str, dict[str, str]] | None:
-        """The next live job; ``block_ms`` None: do not wait for one."""
-        batches: Any = self.redis.xreadgroup(GROUP, self.name, {JOBS: ">"}, count=1, block=block_ms)
-        for _stream, entries in batches or []:
-            for entry_id, fields in entries:
-                return entry_id, fields
+    def _read(self, wait: bool = True) -> Entry | None:
+        """The next live job; without ``wait``, only one already there."""
+        for entry in self.jobs.read(wait):
+            return entry
         return None
 
-    def _next_analysis(self) -> tuple[str, dict[str, str]] | None:
+    def _next_analysis(self) -> Entry | None:
         """An analysis job: one whose worker stopped answering, else a new one (no wait)."""
-        reply: Any = self.redis.xautoclaim(
-            analysis.JOBS, GROUP, self.name, self.config.lease_ms, self._analysis_cursor, count=1
-        )
-        self._analysis_cursor = reply[0]
-        for entry_id, fields in reply[1]:
-            if fields is None:
-                self.redis.xack(analysis.JOBS, GROUP, entry_id)
-                continue
-            return entry_id, fields
-        batches: Any = self.redis.xreadgroup(GROUP, self.name, {analysis.JOBS: ">"}, count=1)
-        for _stream, entries in batches or []:
-            for entry_id, fields in entries:
-                return entry_id, fields
+        for entry in self.analysis_jobs.claim():
+            return entry
+        for entry in self.analysis_jobs.read(wait=False):
+            return entry
         return None
 
-    def _analyse(self, entry_id: str, fields: dict[str, str]) -> None:
+    def _analyse(self, entry: Entry) -> None:
         """Evaluate one position of a game under analysis and store the evaluation."""
-        game_id = fields.get("analysis", "")
-        ply_text = fields.get("ply", "")
-        meta = self.redis.hmget(analysis.meta_key(game_id), ["game", "start", "moves"])
-        if not ply_text.isdigit() or None in meta:  # gone (stored, or expired) or malformed
-            self._finish(entry_id, analysis.JOBS)
+        try:
+            job = AnalysisJob.from_fields(entry.fields)
+        except ProtocolError:
+            job = None
+        inputs = self.analyses.inputs(job.analysis) if job is not None else None
+        if job is None or inputs is None:  # malformed, or gone (stored, or expired)
+            self.analysis_jobs.ack(entry.id)
             return
-        ply = int(ply_text)
-        game, start, moves_json = str(meta[0]), str(meta[1]), str(meta[2])
         evaluation: dict[str, Any]
-        if self._deliveries(entry_id, analysis.JOBS) > MAX_DELIVERIES:
-            evaluation = {"ply": ply, "error": "job failed too many times"}
+        if self.analysis_jobs.exhausted(entry):
+            evaluation = failed_eval(job.ply, "job failed too many times")
         else:
-            cancel = CancelToken()
-            watch = LiveJobWatch(self.lease_redis, cancel)
-            watch.start()
-            try:
-                moves = json.loads(moves_json)[:ply]
-                evaluation = analyse_position(game_id, game, start, moves, self.engines, cancel)
-            except Exception as exc:  # a bad position or a bug: the position is not judged
-                log.error("analysis job %s:%d failed: %s", game_id, ply, traceback.format_exc())
-                evaluation = {"ply": ply, "error": f"{type(exc).__name__}: {exc}"}
-            finally:
-                watch.stop()
-            if watch.cut:
-                self.hurried += 1
-        self._write_eval(
-            keys=[analysis.meta_key(game_id), analysis.evals_key(game_id), analysis.FINISHED],
-            args=[
-                ply, json.dumps(evaluation, separators=(",", ":")), analysis.STATE_TTL_MS,
-                game_id, analysis.FINISHED_KEPT,
-            ],
-        )  # fmt: skip
-        self._finish(entry_id, analysis.JOBS)
+            evaluation = self._evaluate(job, inputs)
+        text = json.dumps(evaluation, separators=(",", ":"))
+        self.analyses.write_eval(job.analysis, job.ply, text, entry.id)  # and acknowledged
         self.analysed += 1
         self.done += 1
 
-    def _deliveries(self, entry_id: str, stream: str = JOBS) -> int:
-        info = self.redis.xpending_range(stream, GROUP, min=entry_id, max=entry_id, count=1)
-        return int(info[0]["times_delivered"]) if info else 1
-
-    def _process(self, entry_id: str, fields: dict[str, str]) -> None:
+    def _evaluate(self, job: AnalysisJob, inputs: analysis.PositionInputs) -> dict[str, Any]:
+        """Search one position of an analysis, cut short when a live job comes."""
+        cancel = CancelToken()
+        watch = LiveJobWatch(self.lease_bus, cancel)
+        watch.start()
         try:
-            job = Job.from_fields(fields)
-        except ProtocolError as exc:
-            log.warning("dead job entry %s: %s", entry_id, exc)
-            self._bury(entry_id, fields, str(exc))
-            return
-        if self._deliveries(entry_id) > MAX_DELIVERIES:
-            self._bury(entry_id, fields, "too many attempts")
-            self._post(
-                JobResult(
-                    job.job_id,
-                    job.room,
-                    job.version,
-                    None,
-                    worker=self.name,
-                    error="job failed too many times",
-                )
+            moves = json.loads(inputs.moves_json)[: job.ply]
+            return analyse_position(
+                job.analysis, inputs.game, inputs.start, moves, self.engines, cancel
             )
-            self.redis.xack(JOBS, GROUP, entry_id)
+        except Exception as exc:  # a bad position or a bug: the position is not judged
+            log.error(
+                "analysis job %s:%d failed: %s", job.analysis, job.ply, traceback.format_exc()
+            )
+            return failed_eval(job.ply, f"{type(exc).__name__}: {exc}")
+        finally:
+            watch.stop()
+            if watch.cut:
+                self.hurried += 1
+
+    def _process(self, entry: Entry) -> None:
+        try:
+            job = Job.from_fields(entry.fields)
+        except ProtocolError as exc:
+            self.jobs.bury(entry, str(exc), worker=self.name)
             return
-        current = self.redis.hget(room_key(job.room), "version")
-        if current is None or int(current) != job.version:
+        if self.jobs.exhausted(entry):
+            self.jobs.bury(entry, "too many attempts", worker=self.name)
+            fallback = JobResult(
+                job.job_id, job.room, job.version, None, worker=self.name,
+                error="job failed too many times",
+            )  # fmt: skip
+            self.bus.post_result(fallback)
+            return
+        current = self.bus.room_version(job.room)
+        if current != job.version:
             # The room moved on (or is gone) while the job waited: nobody needs this move.
             log.info("dropping job %s: its room is at version %s", job.job_id, current)
-            self._finish(entry_id)
+            self.jobs.ack(entry.id)
             self.dropped += 1
             return
+        self._search(entry, job)
+
+    def _search(self, entry: Entry, job: Job) -> None:
+        """Search a live job under its lease and post the move (unless nobody needs it)."""
         job = self._on_the_clock(job)
         cancel = CancelToken()
-        keeper = LeaseKeeper(self.lease_redis, self.name, entry_id, job, cancel, self.config)
+        keeper = LeaseKeeper(self.lease_bus, self.name, entry.id, job, cancel, self.config)
         keeper.start()
         try:
-            progress = ProgressPublisher(self.redis, job)
+            progress = ProgressPublisher(self.bus, job)
             result = compute(job, self.name, progress, cancel, self.engines)
         except Exception as exc:  # a bad position or a bug: report it, don't die
             log.error("job %s failed: %s", job.job_id, traceback.format_exc())
             result = JobResult(
-                job.job_id,
-                job.room,
-                job.version,
-                None,
-                worker=self.name,
+                job.job_id, job.room, job.version, None, worker=self.name,
                 error=f"{type(exc).__name__}: {exc}",
-            )
+            )  # fmt: skip
         finally:
             keeper.stop()
         if keeper.lost:
@@ -334,14 +309,14 @@ class Worker:
             return
         if keeper.moved_on:
             log.info("job %s cancelled: room %s moved on", job.job_id, job.room)
-            self._finish(entry_id)
+            self.jobs.ack(entry.id)
             self.dropped += 1
             return
         if keeper.hurried:
             self.hurried += 1
             log.info("job %s cut short after %d ms for a waiting game", job.job_id, result.time_ms)
-        self._post(result)
-        self._finish(entry_id)
+        self.bus.post_result(result)
+        self.jobs.ack(entry.id)
         self.done += 1
 
     def _on_the_clock(self, job: Job) -> Job:
@@ -351,9 +326,7 @@ class Worker:
         beats a flag."""
         if job.deadline_ms is None:
             return job
-        seconds, micros = self.redis.time()
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
-        left = job.deadline_ms - now_ms - CLOCK_MARGIN_MS
+        left = job.deadline_ms - self.bus.server_time_ms() - CLOCK_MARGIN_MS
         budget = job.budget
         if left < MIN_SEARCH_MS:
             capped = Budget(depth=1, time_ms=MIN_SEARCH_MS, nodes=budget.nodes)
@@ -362,20 +335,25 @@ class Worker:
             capped = Budget(depth=budget.depth, time_ms=time_ms, nodes=budget.nodes)
         return replace(job, budget=capped)
 
-    def _finish(self, entry_id: str, stream: str = JOBS) -> None:
-        """Acknowledge and delete: the stream then holds only unfinished jobs, which is
-        what the fair queue's dispatch window counts."""
-        self.redis.xack(stream, GROUP, entry_id)
-        self.redis.xdel(stream, entry_id)
 
-    def _post(self, result: JobResult) -> None:
-        self.redis.xadd(RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
+def job_policy(lease_ms: int) -> ConsumerPolicy:
+    """How a worker reads live jobs: one at a time; a job idle past the lease is a dead
+    worker's; one delivered more than ``MAX_DELIVERIES`` times, or malformed, goes to
+    ``jobs:dead``; a finished job is deleted, so the stream holds only unfinished jobs
+    (what the fair queue's dispatch window counts)."""
+    return ConsumerPolicy(
+        JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=BLOCK_MS,
+        max_deliveries=MAX_DELIVERIES, dead_letters=DEAD,
+    )  # fmt: skip
 
-    def _bury(self, entry_id: str, fields: dict[str, str], reason: str) -> None:
-        dead: StreamFields = {**fields, "reason": reason, "worker": self.name}
-        self.redis.xadd(DEAD, dead, maxlen=10_000)
-        self.redis.xack(JOBS, GROUP, entry_id)
-        self.redis.xdel(JOBS, entry_id)
+
+def analysis_policy(lease_ms: int) -> ConsumerPolicy:
+    """How a worker reads analysis jobs: as live ones, never waiting; a job delivered
+    more than ``MAX_DELIVERIES`` times is stored as a failed evaluation (no dead letters)."""
+    return ConsumerPolicy(
+        analysis.JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=None,
+        max_deliveries=MAX_DELIVERIES,
+    )  # fmt: skip
 
 
 class Outage:
@@ -413,18 +391,6 @@ class Outage:
             self.failures = 0
 
 
-# KEYS: jobs stream, the job's room; ARGV: group, consumer, entry id. Resets the entry's
-# idle time if this consumer still owns it (JUSTID: no delivery is counted) and returns
-# {owned 1/0, room version or -1}.
-_RENEW = """
-local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
-local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '-1')
-if #pending == 0 or pending[1][2] ~= ARGV[2] then return {0, version} end
-redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
-return {1, version}
-"""
-
-
 class LeaseKeeper:
     """Renews a job's lease while the worker searches it, and stops the search when the
     job has become useless or another game needs the worker more.
@@ -441,14 +407,14 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        client: redis.Redis,
+        bus: WorkerBus,
         worker: str,
         entry_id: str,
         job: Job,
         cancel: CancelToken,
         config: WorkerConfig,
     ) -> None:
-        self.redis = client
+        self.bus = bus
         self.worker = worker
         self.entry_id = entry_id
         self.job = job
@@ -459,8 +425,7 @@ class LeaseKeeper:
         self.moved_on = False
         self.hurried = False
         self._started = time.monotonic()
-        self._renew = client.register_script(_RENEW)
-        self._fair = FairQueue(client)
+        self._fair = bus.fair_queue()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{entry_id}", daemon=True)
 
@@ -474,25 +439,23 @@ class LeaseKeeper:
         self._thread.join(timeout=15)
         try:
             self.renew(may_yield=False)
-        except redis.RedisError as exc:  # posting is harmless: results are versioned
+        except BusError as exc:  # posting is harmless: results are versioned
             log.warning("could not check job %s before posting: %s", self.job.job_id, exc)
 
     def _run(self) -> None:
         while not self._stopped.wait(self.tick_s):
             try:
                 self.renew(may_yield=True)
-            except redis.RedisError as exc:  # the next tick tries again
+            except BusError as exc:  # the next tick tries again
                 log.warning("could not renew the lease of %s: %s", self.job.job_id, exc)
 
     def renew(self, may_yield: bool) -> None:
-        owned, version = self._renew(
-            keys=[JOBS, room_key(self.job.room)], args=[GROUP, self.worker, self.entry_id]
-        )
+        lease = self.bus.renew_lease(self.entry_id, self.worker, self.job.room)
         self._fair.beat(self.worker)
-        if not int(owned):
+        if not lease.owned:
             self.lost = True
             self.cancel.cancel()
-        elif int(version) != self.job.version:
+        elif lease.room_version != self.job.version:
             self.moved_on = True
             self.cancel.cancel()
         elif (
@@ -505,23 +468,15 @@ class LeaseKeeper:
             self.cancel.cancel()
 
 
-# KEYS: the live jobs stream; ARGV: group. Live jobs in the stream no worker has read yet
-# (the stream holds only unfinished jobs: done ones are deleted).
-_LIVE_WAITING = """
-local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
-return redis.call('XLEN', KEYS[1]) - tonumber(pending[1])
-"""
-
-
 class LiveJobWatch:
     """While a worker searches an analysis job, looks every ``ANALYSIS_WATCH_S`` for a live
     job no worker has taken, and cuts the search short when there is one (``cut``): the
     evaluation is then the deepest finished iteration, and the live move waits no more."""
 
-    def __init__(self, client: redis.Redis, cancel: CancelToken) -> None:
+    def __init__(self, bus: WorkerBus, cancel: CancelToken) -> None:
         self.cancel = cancel
         self.cut = False
-        self._waiting = client.register_script(_LIVE_WAITING)
+        self.bus = bus
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="live-watch", daemon=True)
 
@@ -535,19 +490,19 @@ class LiveJobWatch:
     def _run(self) -> None:
         while not self._stopped.wait(ANALYSIS_WATCH_S):
             try:
-                if int(self._waiting(keys=[JOBS], args=[GROUP])) > 0:
+                if self.bus.live_jobs_waiting() > 0:
                     self.cut = True
                     self.cancel.cancel()
                     return
-            except redis.RedisError as exc:  # the search ends on its budget anyway
+            except BusError as exc:  # the search ends on its budget anyway
                 log.debug("could not look at the live jobs: %s", exc)
 
 
 class ProgressPublisher:
     """Publishes the search's completed depths to the room's followers, throttled."""
 
-    def __init__(self, redis_client: redis.Redis, job: Job, every_s: float = 0.25) -> None:
-        self.redis = redis_client
+    def __init__(self, bus: WorkerBus, job: Job, every_s: float = 0.25) -> None:
+        self.bus = bus
         self.job = job
         self.every_s = every_s
         self.started = time.monotonic()
@@ -560,7 +515,7 @@ class ProgressPublisher:
         if now - self.last < self.every_s:
             return
         self.last = now
-        message = thinking_message(
+        message = Thinking(
             self.job.room,
             self.job.version,
             self.game.to_move(self.state),
@@ -571,8 +526,8 @@ class ProgressPublisher:
             int((now - self.started) * 1000),
         )
         try:
-            self.redis.publish(room_channel(self.job.room), json.dumps(message))
-        except redis.RedisError as exc:  # progress is optional; the move is not
+            self.bus.publish_to_room(self.job.room, json.dumps(message.to_dict()))
+        except BusError as exc:  # progress is optional; the move is not
             log.warning("could not publish progress: %s", exc)
 
 
@@ -661,22 +616,20 @@ def analyse_position(
     outcome = game.outcome(state)
     if outcome is not None:
         winner = None if outcome.winner is None else int(outcome.winner)
-        return analysis.terminal_eval(game_name, ply, to_move, winner)
-    budget = analysis.budget_for(game_name)
+        return terminal_eval(game_name, ply, to_move, winner)
+    budget = analysis_budget(game_name)
     if engines:
         job = Job(
             f"{game_id}:a{ply}", game_id, ply, game_name, start, list(moves),
-            analysis.ANALYSIS_LEVEL, budget,
+            ANALYSIS_LEVEL, budget,
         )  # fmt: skip
         played = engines.play(job, state, cancel)
         if played is not None:
-            return analysis.position_eval(
+            return position_eval(
                 game_name, ply, to_move, played.score, played.move_text, None, played.engine
             )
-    found = choose_move(
-        game, state, level=analysis.ANALYSIS_LEVEL, budget=budget, seed=ply, cancel=cancel
-    )
-    return analysis.position_eval(
+    found = choose_move(game, state, level=ANALYSIS_LEVEL, budget=budget, seed=ply, cancel=cancel)
+    return position_eval(
         game_name, ply, to_move, found.score, found.move_text, found.pv, SEARCHER_ENGINE
     )
 

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from kibitz.shared.games.base import Game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 
 
 def _easyai() -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import chess.engine
 
 from kibitz.shared.games.base import Game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.workers.engines import EngineFailure, engine_board, launch, limit_for
 
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from kibitz.shared.games.base import Game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 
 
 class SunfishPlayer:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from kibitz.shared.games.base import Game, GameError
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import SearchOptions, budget_for_level, choose_move
 from kibitz.shared.search.evaluation import evaluation_for
 

@@ -8,7 +8,7 @@ import json
 
 from kibitz.client.bot import play_game
 from kibitz.client.connection import PING_INTERVAL_S, PING_TIMEOUT_S, ServerError
-from kibitz.shared.protocol import PLAYER_KEY
+from kibitz.shared.protocol.client_in import PLAYER_KEY
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -44,7 +44,7 @@ from kibitz.server.cli.arena import (
 )
 from kibitz.shared.games.base import Game, GameError
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import SearchOptions
 from kibitz.shared.search.levels import MAX_LEVEL, MIN_LEVEL
 from kibitz.shared.search.oware_tables import default_data_dir

@@ -9,7 +9,7 @@ from typing import Any
 
 from kibitz.shared.games.base import GameError
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import (
     TECHNIQUES,
     DepthResult,

@@ -20,40 +20,39 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kibitz.server.app import REDIS_POOL_SIZE, create_app
-from kibitz.server.appkeys import LIMITS_KEY, LISTENING_ORIGINS_KEY
+from kibitz.server.appkeys import LIMITS_KEY, LISTENING_ORIGINS_KEY, SUPERVISOR_KEY
 from kibitz.server.archive.database import ArchiveUnavailable, display_url, sqlite_url
-from kibitz.server.domain.clocks import FIRST_MOVE_MS
-from kibitz.server.gateway.edge import FD_RESERVE, HEAD_TIMEOUT_S, SOCKETS_OVER_CONNECTIONS, Edge
-from kibitz.server.gateway.limits import Limits, listening_origins, parse_origin
-from kibitz.server.loops.archiver import Lifetimes
+from kibitz.server.config import ConfigError, NodeConfig, describe, from_sources
+from kibitz.server.gateway.edge import FD_RESERVE, SOCKETS_OVER_CONNECTIONS, Edge
+from kibitz.server.gateway.limits import listening_origins, parse_origin
 from kibitz.server.loops.local_workers import Lifeline, LocalWorkers, stop_stale_workers
+from kibitz.server.node import build_app
+from kibitz.server.services.limits import Limits
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.workers.engines import parse_engine_specs
 
-#: Connections waiting to be accepted, at most (aiohttp's own default).
-LISTEN_BACKLOG = 128
+#: The local workers' keeper, as the supervisor names it.
+LOCAL_WORKERS_LOOP = "local-workers"
 
 log = logging.getLogger("kibitz.serve")
 
 
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "kibitz"
-
-
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``kibitz serve``'s flags: each sets the NodeConfig field of its ``dest`` (a flag not
+    given leaves the field to its variable, then to its default: server/config.py)."""
     parser = subparsers.add_parser(
         "serve",
         help="run the game server",
         description="Run the game server. With no Redis URL it starts a private Redis "
         "(persistent, in --data-dir) and local AI workers.",
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    d = NodeConfig()
+    parser.add_argument("--host", dest="host", default=None, help=f"(default: {d.host})")
+    parser.add_argument("--port", dest="port", type=int, default=None, help="0 picks a free port")
     parser.add_argument(
         "--redis",
-        default=os.environ.get("KIBITZ_REDIS_URL"),
+        dest="redis_url",
+        default=None,
         help="Redis URL of a shared store (default: $KIBITZ_REDIS_URL, else a private Redis)",
     )
     parser.add_argument(
@@ -64,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--engine",
+        dest="engines",
         action="append",
         default=[],
         metavar="GAME=COMMAND",
@@ -72,16 +72,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--data-dir",
+        dest="data_dir",
         type=Path,
-        default=Path(os.environ["KIBITZ_DATA_DIR"])
-        if os.environ.get("KIBITZ_DATA_DIR")
-        else default_data_dir(),
+        default=None,
         help="where the private Redis and the SQLite game archive keep their data "
-        "(default: %(default)s)",
+        f"(default: $KIBITZ_DATA_DIR, else {d.data_dir})",
     )
     parser.add_argument(
         "--database",
-        default=os.environ.get("KIBITZ_DATABASE_URL") or None,
+        dest="database_url",
+        default=None,
         metavar="URL",
         help="database for finished games, e.g. postgresql://user@host/kibitz (default: "
         "$KIBITZ_DATABASE_URL, else a SQLite file games.sqlite3 in --data-dir)",
@@ -90,95 +90,79 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "room lifetimes", "how long rooms stay in Redis (seconds); finished games stay in "
         "the database"
     )  # fmt: skip
-    defaults_ms = Lifetimes()
-    for flag, env, field, text in (  # fmt: skip
-        (
-            "--finished-ttl",
-            "KIBITZ_FINISHED_TTL",
-            "finished_ttl_ms",
-            "a finished game, once archived (default: %(default)s)",
-        ),
-        (
-            "--waiting-ttl",
-            "KIBITZ_WAITING_TTL",
-            "waiting_ttl_ms",
-            "a room nobody joins (default: %(default)s)",
-        ),
+    for flag, field, text in (  # fmt: skip
+        ("--finished-ttl", "finished_ttl_s", "a finished game, once archived"),
+        ("--waiting-ttl", "waiting_ttl_s", "a room nobody joins"),
         (
             "--idle-game-limit",
-            "KIBITZ_IDLE_GAME_LIMIT",
-            "idle_game_limit_ms",
-            "an untimed game with no move is ended as abandoned (default: %(default)s)",
+            "idle_game_limit_s",
+            "an untimed game with no move is ended as abandoned",
         ),
         (
             "--unstarted-ttl",
-            "KIBITZ_UNSTARTED_TTL",
-            "unstarted_ttl_ms",
+            "unstarted_ttl_s",
             "an untimed game nobody has moved in is aborted (not archived) after this "
-            "long without a change (default: %(default)s)",
+            "long without a change",
         ),
         (
             "--abandon-after",
-            "KIBITZ_ABANDON_AFTER",
-            "abandon_after_ms",
-            "an untimed game both of whose players have been gone this long is ended as "
-            "abandoned (default: %(default)s)",
+            "abandon_after_s",
+            "an untimed game both of whose players have been gone this long is ended as abandoned",
         ),
         (
             "--abandon-ai-after",
-            "KIBITZ_ABANDON_AI_AFTER",
-            "abandon_ai_after_ms",
-            "the same for an untimed game against the AI whose player has been gone "
-            "(default: %(default)s)",
+            "abandon_ai_after_s",
+            "the same for an untimed game against the AI whose player has been gone",
         ),
     ):
         lifetimes.add_argument(
-            flag,
-            type=float,
-            help=text,
-            default=_env_float(env, getattr(defaults_ms, field) / 1000),
-        )
+            flag, dest=field, type=float, default=None,
+            help=f"{text} (default: {getattr(d, field)})",
+        )  # fmt: skip
     limits = parser.add_argument_group(
         "limits", "what one client address may use, counted across all nodes in Redis"
     )
-    defaults = Limits()
     limits.add_argument(
         "--max-connections-per-address",
         type=int,
-        default=_env_int("KIBITZ_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections_per_address),
-        help="open WebSockets per client address (default: %(default)s)",
+        default=None,
+        help=f"open WebSockets per client address (default: {d.max_connections_per_address})",
     )
     limits.add_argument(
         "--max-creates-per-minute",
         type=int,
-        default=_env_int("KIBITZ_MAX_CREATES_PER_MINUTE", defaults.creates_per_minute),
-        help="rooms created per client address per minute (default: %(default)s)",
+        default=None,
+        help=f"rooms created per client address per minute (default: {d.max_creates_per_minute})",
     )
     limits.add_argument(
         "--max-ai-games-per-address",
         type=int,
-        default=_env_int("KIBITZ_MAX_AI_GAMES_PER_ADDRESS", defaults.ai_games_per_address),
-        help="unfinished games against the AI per client address (default: %(default)s)",
+        default=None,
+        help="unfinished games against the AI per client address (default: "
+        f"{d.max_ai_games_per_address})",
     )
     limits.add_argument(
         "--allow-origin",
+        dest="allow_origins",
         action="append",
-        default=_env_list("KIBITZ_ALLOW_ORIGINS"),
+        default=[],
         metavar="ORIGIN",
         help="a page origin (https://games.example) allowed to open WebSockets besides "
         "our own; repeatable; '*' allows any (default: same origin only)",
     )
     limits.add_argument(
         "--trusted-proxy",
+        dest="trusted_proxies",
         action="append",
-        default=_env_list("KIBITZ_TRUSTED_PROXIES"),
+        default=[],
         metavar="ADDRESS",
         help="a load balancer's address whose X-Forwarded-For is believed; repeatable",
     )
     limits.add_argument(
         "--public-origin",
+        dest="public_origins",
         action="append",
-        default=_env_list("KIBITZ_PUBLIC_ORIGIN"),
+        default=[],
         metavar="URL",
         help="the site's own origin as browsers see it (https://games.example); "
         "repeatable; also $KIBITZ_PUBLIC_ORIGIN, comma-separated (default: none: only "
@@ -187,7 +171,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     limits.add_argument(
         "--max-sockets-per-address",
         type=int,
-        default=_env_int("KIBITZ_MAX_SOCKETS_PER_ADDRESS", -1),
+        default=None,
         metavar="N",
         help="open TCP connections per client address on this node, closed as they are "
         "accepted past it; a --trusted-proxy is exempt; 0: no cap (default: "
@@ -196,76 +180,81 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     limits.add_argument(
         "--head-timeout",
+        dest="head_timeout_s",
         type=float,
-        default=_env_float("KIBITZ_HEAD_TIMEOUT", HEAD_TIMEOUT_S),
+        default=None,
         metavar="SECONDS",
         help="a request head (the first of a connection, or the next one after a "
-        "kept-alive request) must arrive within this long (default: %(default)s; also "
-        "$KIBITZ_HEAD_TIMEOUT)",
+        f"kept-alive request) must arrive within this long (default: {d.head_timeout_s}; "
+        "also $KIBITZ_HEAD_TIMEOUT)",
     )
     parser.add_argument(
         "--redis-pool",
         type=int,
-        default=_env_int("KIBITZ_REDIS_POOL", REDIS_POOL_SIZE),
-        help="Redis connections per node for commands; more requests wait (default: %(default)s)",
+        default=None,
+        help=f"Redis connections per node for commands; more requests wait (default: "
+        f"{d.redis_pool})",
     )
     parser.add_argument(
         "--ws-compression",
         action="store_true",
-        default=os.environ.get("KIBITZ_WS_COMPRESSION") == "1",
+        default=False,
         help="offer per-message deflate on WebSockets: fewer bytes on slow links, but more "
         "CPU and memory per connection (default: off; also $KIBITZ_WS_COMPRESSION=1)",
     )
     parser.add_argument(
         "--first-move-timeout",
+        dest="first_move_timeout_s",
         type=float,
-        default=_env_float("KIBITZ_FIRST_MOVE_TIMEOUT", FIRST_MOVE_MS / 1000),
+        default=None,
         metavar="SECONDS",
         help="in timed games, how long each side has for its first move before the game "
-        "is aborted (default: %(default)s; also $KIBITZ_FIRST_MOVE_TIMEOUT)",
+        f"is aborted (default: {d.first_move_timeout_s}; also $KIBITZ_FIRST_MOVE_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration (flags, environment and defaults; one "
+        "'name = value  # doc (where set; bounds)' line per setting, secrets masked) and "
+        "exit without starting anything",
     )
     parser.set_defaults(func=run)
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
+def config_from_args(args: argparse.Namespace) -> NodeConfig:
+    """The node's one configuration: the flags given, else their variables, else the
+    defaults (server/config.py). Raises ConfigError naming the flag or variable."""
+    return from_sources(vars(args), os.environ)
 
 
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    return float(value) if value else default
-
-
-def _env_list(name: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
-
-
-def limits_from_args(args: argparse.Namespace) -> Limits:
-    try:
-        allowed = frozenset(parse_origin(origin) for origin in args.allow_origin)
-        public = frozenset(parse_origin(origin) for origin in args.public_origin)
-    except ValueError as exc:
-        raise SystemExit(f"kibitz serve: {exc}") from None
+def limits_of(config: NodeConfig) -> Limits:
+    """The per-address limits and origins; ConfigError for an origin that is not one."""
+    allowed = _origins(config.allow_origins, "--allow-origin")
+    public = _origins(config.public_origins, "--public-origin")
     if "*" in public:
-        raise SystemExit("kibitz serve: --public-origin names one origin, not '*'")
-    if args.head_timeout <= 0:
-        raise SystemExit("kibitz serve: --head-timeout must be positive")
+        raise ConfigError("--public-origin names one origin, not '*'")
     return Limits(
-        connections_per_address=args.max_connections_per_address,
-        creates_per_minute=args.max_creates_per_minute,
-        ai_games_per_address=args.max_ai_games_per_address,
+        connections_per_address=config.max_connections_per_address,
+        creates_per_minute=config.max_creates_per_minute,
+        ai_games_per_address=config.max_ai_games_per_address,
         allowed_origins=allowed,
-        trusted_proxies=frozenset(args.trusted_proxy),
+        trusted_proxies=frozenset(config.trusted_proxies),
         public_origins=public,
     )
 
 
-def max_sockets(args: argparse.Namespace) -> int:
-    """--max-sockets-per-address, or its default from --max-connections-per-address."""
-    if args.max_sockets_per_address < 0:
-        return int(args.max_connections_per_address) + SOCKETS_OVER_CONNECTIONS
-    return int(args.max_sockets_per_address)
+def _origins(texts: tuple[str, ...], flag: str) -> frozenset[str]:
+    try:
+        return frozenset(parse_origin(text) for text in texts)
+    except ValueError as exc:
+        raise ConfigError(f"{flag} (or its variable): {exc}") from None
+
+
+def max_sockets(config: NodeConfig) -> int:
+    """max_sockets_per_address, or its default from max_connections_per_address."""
+    if config.max_sockets_per_address < 0:
+        return config.max_connections_per_address + SOCKETS_OVER_CONNECTIONS
+    return config.max_sockets_per_address
 
 
 def file_budget(sockets_per_address: int) -> int:
@@ -301,83 +290,57 @@ def check_file_limit(sockets_per_address: int) -> None:
         )  # fmt: skip
 
 
-def lifetimes_from_args(args: argparse.Namespace) -> Lifetimes:
-    flags = ("finished_ttl", "waiting_ttl", "idle_game_limit", "unstarted_ttl")
-    for flag in (*flags, "abandon_after", "abandon_ai_after"):
-        if getattr(args, flag) <= 0:
-            raise SystemExit(f"--{flag.replace('_', '-')} must be positive")
-    return Lifetimes(
-        finished_ttl_ms=int(args.finished_ttl * 1000),
-        waiting_ttl_ms=int(args.waiting_ttl * 1000),
-        idle_game_limit_ms=int(args.idle_game_limit * 1000),
-        unstarted_ttl_ms=int(args.unstarted_ttl * 1000),
-        abandon_after_ms=int(args.abandon_after * 1000),
-        abandon_ai_after_ms=int(args.abandon_ai_after * 1000),
-    )
-
-
-def database_url(args: argparse.Namespace) -> str:
-    """The finished-games database: --database, else SQLite in the data directory (also
-    with --redis: each machine's nodes then share that file, and a cluster of machines
-    wants PostgreSQL)."""
-    if args.database:
-        return str(args.database)
-    args.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return sqlite_url(args.data_dir / "games.sqlite3")
+def database_url(config: NodeConfig) -> str:
+    """The finished-games database: database_url, else SQLite in the data directory
+    (also with redis_url: each machine's nodes then share that file, and a cluster of
+    machines wants PostgreSQL)."""
+    if config.database_url:
+        return config.database_url
+    config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return sqlite_url(config.data_dir / "games.sqlite3")
 
 
 def run(args: argparse.Namespace) -> int:
+    """``kibitz serve``: the config first (a bad value: exit 2, nothing started), then
+    --print-config's answer, or the node."""
+    try:
+        config = config_from_args(args)
+        limits = limits_of(config)
+        parse_engine_specs(list(config.engines))  # refused here, not by every worker
+    except ValueError as exc:  # ConfigError included
+        print(f"kibitz serve: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        sys.stdout.write(describe(config))
+        return 0
+    return serve(config, limits)
+
+
+def serve(config: NodeConfig, limits: Limits) -> int:
+    """Run the node of ``config`` until SIGINT or SIGTERM."""
     logging.basicConfig(
-        level=os.environ.get("KIBITZ_LOG", "INFO"),
-        format="%(asctime)s serve %(levelname)s %(name)s %(message)s",
+        level=config.log_level, format="%(asctime)s serve %(levelname)s %(name)s %(message)s"
     )
     # Whatever the server writes (the SQLite archive and its journal, the private Redis's
     # files) holds players' games and token hashes: readable by us alone.
     os.umask(0o077)
-    lifetimes = lifetimes_from_args(args)
-    limits = limits_from_args(args)
-    check_file_limit(max_sockets(args))
-    try:
-        parse_engine_specs(args.engine)  # refused here, not by every worker it starts
-    except ValueError as exc:
-        raise SystemExit(f"kibitz serve: {exc}") from None
-    archive_url = database_url(args)
+    check_file_limit(max_sockets(config))
+    archive_url = database_url(config)
     # Local workers look for endgame tables (``kibitz tables``) in the same data directory.
-    os.environ["KIBITZ_DATA_DIR"] = str(args.data_dir)
+    os.environ["KIBITZ_DATA_DIR"] = str(config.data_dir)
     # Workers that a crashed node left on this directory are stopped first, as a stale
     # Redis is by EmbeddedRedis.start (server/loops/local_workers.py).
-    stop_stale_workers(args.data_dir / "workers")
+    stop_stale_workers(config.data_dir / "workers")
     embedded: EmbeddedRedis | None = None
-    redis_url = args.redis
+    redis_url = config.redis_url
     if not redis_url:
-        embedded = EmbeddedRedis(args.data_dir / "redis").start()
+        embedded = EmbeddedRedis(config.data_dir / "redis").start()
         redis_url = embedded.url
         log.info("private Redis on %s (data in %s)", embedded.display_url, embedded.data_dir)
-    n_workers = args.workers if args.workers is not None else (2 if embedded else 0)
     try:
-        app = create_app(
-            redis_url,
-            limits=limits,
-            redis_pool=args.redis_pool,
-            database_url=archive_url,
-            lifetimes=lifetimes,
-            ws_compression=args.ws_compression,
-            first_move_ms=int(args.first_move_timeout * 1000),
-        )
-        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            return runner.run(
-                _serve(
-                    app,
-                    args.host,
-                    args.port,
-                    redis_url,
-                    n_workers,
-                    list(args.engine),
-                    sockets_per_address=max_sockets(args),
-                    head_timeout=args.head_timeout,
-                    workers_dir=args.data_dir / "workers",
-                )  # fmt: skip
-            )
+        app = build_app(config, redis_url, archive_url, limits)
+        with asyncio.Runner(loop_factory=event_loop_factory(config.event_loop)) as runner:
+            return runner.run(_serve(app, config, redis_url, embedded is not None))
     except ArchiveUnavailable as exc:
         log.error("cannot open the game archive %s: %s", display_url(archive_url), exc)
         return 1
@@ -401,11 +364,12 @@ def start_worker(
     )
 
 
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def event_loop_factory(name: str | None = None) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The node's event loop: uvloop's (libuv), which takes about 7% less of the node's
     CPU per move than the standard library's (docs/performance.md); the standard
-    library's with ``KIBITZ_EVENT_LOOP=asyncio``, or where uvloop is not installed."""
-    if os.environ.get("KIBITZ_EVENT_LOOP", "uvloop") == "asyncio":
+    library's when ``name`` (the config's ``event_loop``; None: ``KIBITZ_EVENT_LOOP``) is
+    ``asyncio``, or where uvloop is not installed."""
+    if (name or os.environ.get("KIBITZ_EVENT_LOOP", "uvloop")) == "asyncio":
         return None
     try:
         import uvloop
@@ -427,27 +391,20 @@ def freeze_startup_heap() -> int:
 
 
 async def _serve(
-    app: web.Application,
-    host: str,
-    port: int,
-    redis_url: str,
-    n_workers: int,
-    engines: list[str] | None = None,
-    sockets_per_address: int | None = None,
-    head_timeout: float = HEAD_TIMEOUT_S,
-    workers_dir: Path | None = None,
+    app: web.Application, config: NodeConfig, redis_url: str, private_redis: bool
 ) -> int:
     # aiohttp's keep-alive timeout bounds the wait for each later request head on a
     # kept-alive connection as the edge's head timeout bounds the first (server/gateway/edge.py).
-    runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=head_timeout)
+    runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=config.head_timeout_s)
     await runner.setup()
     assert runner.server is not None
     # WebSockets are served by the edge, the rest by aiohttp (server/gateway/edge.py).
-    edge = Edge(app, runner.server, sockets_per_address, head_timeout)
+    edge = Edge(app, runner.server, max_sockets(config), config.head_timeout_s)
     loop = asyncio.get_running_loop()
-    listener = await loop.create_server(edge, host, port, backlog=LISTEN_BACKLOG)
+    host = config.host
+    listener = await loop.create_server(edge, host, config.port, backlog=config.listen_backlog)
     edge.start()
-    bound = listener.sockets[0].getsockname()[1] if listener.sockets else port
+    bound = listener.sockets[0].getsockname()[1] if listener.sockets else config.port
     own: set[str] = app[LISTENING_ORIGINS_KEY]
     own.update(listening_origins(host, bound))
     if not app[LIMITS_KEY].public_origins and host not in ("127.0.0.1", "::1", "localhost"):
@@ -464,15 +421,18 @@ async def _serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
-    workers = LocalWorkers(lambda line: start_worker(redis_url, engines, line), workers_dir)
+    engines = list(config.engines)
+    workers = LocalWorkers(
+        lambda line: start_worker(redis_url, engines, line), config.data_dir / "workers"
+    )
+    n_workers = config.workers if config.workers is not None else (2 if private_redis else 0)
     workers.spawn(n_workers)
-    supervisor = asyncio.create_task(workers.supervise())
+    supervisor = app[SUPERVISOR_KEY]
+    supervisor.start(LOCAL_WORKERS_LOOP, workers.supervise)
     try:
         await stop.wait()
     finally:
-        supervisor.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await supervisor
+        await supervisor.stop_loop(LOCAL_WORKERS_LOOP)
         workers.terminate()  # each finishes its search and leaves meanwhile
         # Stop accepting, let the requests under way finish, tell every client to
         # reconnect (1001), count them out, then close Redis (Hub.drain, Edge.shutdown).

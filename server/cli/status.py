@@ -1,4 +1,8 @@
-"""``kibitz status``: queue depths, pending jobs and live workers of a deployment."""
+"""``kibitz status``: queue depths, pending jobs and live workers of a deployment.
+
+Asks a server's ``GET /api/status``, or with ``--redis`` reads the same figures from Redis
+itself (:func:`kibitz.shared.bus.cluster.cluster_status`), loading no server code.
+"""
 
 from __future__ import annotations
 
@@ -40,12 +44,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _from_redis(url: str) -> dict[str, Any]:
-    import redis.asyncio as aioredis
+    from kibitz.shared.bus.cluster import cluster_status
+    from kibitz.shared.bus.connect import command_client
 
-    from kibitz.server.app import cluster_status
-
-    redis = aioredis.from_url(url, decode_responses=True)
+    bus = command_client(url)
     try:
-        return await cluster_status(redis)
+        return await cluster_status(bus)
     finally:
-        await redis.aclose()
+        await bus.aclose()

@@ -28,7 +28,8 @@ import chess.pgn
 from kibitz.shared.games.chess import GAME as CHESS
 from kibitz.shared.games.draughts import GAME as DRAUGHTS
 from kibitz.shared.games.registry import policy_for
-from kibitz.shared.protocol import ProtocolError, refused_character
+from kibitz.shared.protocol.client_in import refused_character
+from kibitz.shared.protocol.codec import ProtocolError
 
 #: The format every game can be exported in, and its media type.
 JSON_FORMAT = "json"

@@ -22,7 +22,9 @@ from typing import Any, Literal
 
 from kibitz.server.domain import clocks
 from kibitz.shared.games import Game, GameError, Outcome, Termination, find_game
-from kibitz.shared.protocol import SEARCHER_ENGINE, Budget, Job, ProtocolError
+from kibitz.shared.protocol.client_out import SeatView, State
+from kibitz.shared.protocol.codec import ProtocolError
+from kibitz.shared.protocol.jobs import SEARCHER_ENGINE, Budget, Job
 
 Status = Literal["waiting", "playing", "over"]
 SeatKind = Literal["human", "ai"]
@@ -772,50 +774,49 @@ def snapshot(
     game = find_game(room.game)
     playing = room.status == "playing"
     last = room.moves[-1] if room.moves else None
-    return {
-        "type": "state",
-        "room": room.id,
-        "version": room.version,
-        "game": room.game,
-        "options": room.options,
-        "status": room.status,
-        "players": list(game.players),
-        "seats": [
-            {
-                "seat": i,
-                "kind": s.kind,
-                "level": s.level,
-                "name": s.name,
-                "player": s.player,
-                "taken": s.taken,
-                "engine": s.engine,
-                "connected": s.kind == "ai" or connected[i],
-                "gone_ms": (
+    return State.message(
+        room=room.id,
+        version=room.version,
+        game=room.game,
+        options=room.options,
+        status=room.status,
+        players=list(game.players),
+        seats=[
+            SeatView.message(
+                seat=i,
+                kind=s.kind,
+                level=s.level,
+                name=s.name,
+                player=s.player,
+                taken=s.taken,
+                engine=s.engine,
+                connected=s.kind == "ai" or connected[i],
+                gone_ms=(
                     presence.gone_ms[i]
                     if s.kind == "human" and s.taken and not connected[i]
                     else None
                 ),
-            }
+            )
             for i, s in enumerate(room.seats)
         ],
-        "position": game.format_position(state),
-        "to_move": game.to_move(state),
-        "legal_moves": game.legal_move_texts(state) if playing else [],
-        "moves": [move_dict(m) for m in room.moves],
-        "last_move": move_dict(last) if last else None,
-        "result": room.result,
-        "view": game.view(state),
-        "clock": clocks.view(room.clock, room.updated_ms if clock_ms is None else clock_ms),
+        position=game.format_position(state),
+        to_move=game.to_move(state),
+        legal_moves=game.legal_move_texts(state) if playing else [],
+        moves=[move_dict(m) for m in room.moves],
+        last_move=move_dict(last) if last else None,
+        result=room.result,
+        view=game.view(state),
+        clock=clocks.view(room.clock, room.updated_ms if clock_ms is None else clock_ms),
         # Draw and takeback offers are about a game on (however it ended, they went).
-        "offers": {
+        offers={
             kind: room.offers.get(kind) if kind == "rematch" or playing else None
             for kind in OFFER_KINDS
         },
-        "next_room": room.next_room,
-        "previous_room": room.previous_room,
-        "spectators": presence.spectators,
-        "claim_after_ms": claim_after_ms(room, claim_after),
-    }
+        next_room=room.next_room,
+        previous_room=room.previous_room,
+        spectators=presence.spectators,
+        claim_after_ms=claim_after_ms(room, claim_after),
+    )
 
 
 def summary(room: Room) -> dict[str, Any]:

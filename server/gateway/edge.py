@@ -58,12 +58,19 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from kibitz.server import app as server_app
 from kibitz.server.appkeys import HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
-from kibitz.server.fanout.hub import CLOSE_SLOW, MAX_QUEUED_BYTES, SLOW_CLOSE_GRACE_S, Connection
+from kibitz.server.fanout.connection import (
+    CLOSE_SLOW,
+    MAX_QUEUED_BYTES,
+    SLOW_CLOSE_GRACE_S,
+    Connection,
+)
+from kibitz.server.gateway import admission
 from kibitz.server.gateway.limits import address_group
+from kibitz.server.gateway.session import Session
 from kibitz.shared import fastjson
-from kibitz.shared.protocol import Codec, error_message
+from kibitz.shared.protocol.client_out import Error
+from kibitz.shared.protocol.codec import Codec
 
 log = logging.getLogger(__name__)
 # The parser logs every handshake at INFO: keep its chatter out of the node's log.
@@ -315,7 +322,7 @@ class EdgeSocket(asyncio.Protocol):
         self.head_timer: asyncio.TimerHandle | None = None
         self.ws: ServerProtocol | None = None  # the WebSocket parser, once upgrading
         self.conn: Connection | None = None  # once open
-        self.session: server_app.Session | None = None
+        self.session: Session | None = None
         self.parts: list[bytes] | None = None  # a fragmented message being received...
         self.text = False  # ...and whether it is text
         self.inbox: list[str | bytes] = []  # messages waiting for the session
@@ -357,7 +364,7 @@ class EdgeSocket(asyncio.Protocol):
             data, self.head = bytes(self.head), None
             self._cancel_head_timer()
             self.ws = ServerProtocol(
-                max_size=server_app.HARD_FRAME_LIMIT,
+                max_size=admission.HARD_FRAME_LIMIT,
                 # The library's tuned deflate (12-bit windows, memLevel 5), when asked for.
                 extensions=enable_server_permessage_deflate(None) if self.edge.compress else None,
                 logger=_wire_log,
@@ -484,11 +491,11 @@ class EdgeSocket(asyncio.Protocol):
         assert self.transport is not None
         self._cancel_head_timer()
         self.head = None
-        body = fastjson.dumps(error_message(
+        body = fastjson.dumps(Error(
             "request/too_large",
             f"request head lines are limited to {MAX_LINE_BYTES} bytes, the head to "
             f"{MAX_HEAD_BYTES}",
-        ))  # fmt: skip
+        ).to_dict())  # fmt: skip
         self.transport.write(
             b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
             b"Content-Type: application/json; charset=utf-8\r\n"
@@ -520,8 +527,8 @@ class EdgeSocket(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         remote = peer[0] if isinstance(peer, tuple) else None
         try:
-            address = await server_app.admit(app, remote, request.headers)
-        except server_app.Refusal as refused:
+            address = await admission.admit(app, remote, request.headers)
+        except admission.Refusal as refused:
             self._refuse(refused.status, refused.body)
             return
         except Exception:
@@ -535,7 +542,7 @@ class EdgeSocket(asyncio.Protocol):
                 opened = True
         finally:
             if not opened:  # gone, or any error: counted out again
-                await server_app.address_closed(app, address)
+                await admission.address_closed(app, address)
         if not opened or self.conn is None:
             return
         if self.edge.hub.draining:  # upgraded as the node began to shut down
@@ -557,7 +564,7 @@ class EdgeSocket(asyncio.Protocol):
         # cookies, as much again as the rest of an idle connection's cost).
         request.headers.clear()
         self.conn = Connection(self, codec, transport)
-        self.session = server_app.open_session(self.edge.app, self.conn, address)
+        self.session = admission.open_session(self.edge.app, self.conn, address)
         self.edge.sockets.add(self)
         # As aiohttp logs the HTTP requests it serves (its access log).
         log.info('%s "GET %s" 101 WebSocket (%s)', address, request.path, codec)
@@ -640,7 +647,7 @@ class EdgeSocket(asyncio.Protocol):
         elif close and self.transport is not None:
             self.transport.close()
 
-    async def _teardown(self, session: server_app.Session, close: bool) -> None:
+    async def _teardown(self, session: Session, close: bool) -> None:
         """Once the request under way is done, the session is closed (its rooms told, its
         address counted out); only then is the TCP connection closed, so a client that
         has seen it close finds itself counted out."""
@@ -648,7 +655,7 @@ class EdgeSocket(asyncio.Protocol):
         try:
             await conn.wait_idle()
             conn.closing = True
-            await server_app.session_closed(session)
+            await admission.session_closed(session)
         finally:
             if close and self.transport is not None:
                 self.transport.close()

@@ -32,8 +32,9 @@ from kibitz.server.gateway.limits import client_address
 from kibitz.server.http import query
 from kibitz.server.services import analysis
 from kibitz.server.services.chat import record_chat
+from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.games import available_games, find_game
-from kibitz.shared.protocol import error_message
+from kibitz.shared.protocol.client_out import Error
 from kibitz.shared.search.strength import catalog_levels
 
 DEFAULT_LIMIT = 20
@@ -52,7 +53,7 @@ def register(app: web.Application) -> None:
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
-    return web.json_response(error_message(code, message), status=status)
+    return web.json_response(Error(code, message).to_dict(), status=status)
 
 
 # -- one game ----------------------------------------------------------------------------------
@@ -68,7 +69,7 @@ async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | No
     if room is not None:
         events, chat = await asyncio.gather(
             service.store.events_since(room.id, -1),
-            record_chat(request.app[REDIS_KEY], room.id),
+            record_chat(ChatLog(request.app[REDIS_KEY]), room.id),
         )
         return record_of(room, events, chat)
     return await request.app[ARCHIVE_KEY].get(game_id)

@@ -30,7 +30,8 @@ from typing import NamedTuple
 from aiohttp import web
 from multidict import MultiMapping
 
-from kibitz.shared.protocol import Codec, ProtocolError, error_message
+from kibitz.shared.protocol.client_out import Error
+from kibitz.shared.protocol.codec import Codec, ProtocolError
 
 CODE = "query/invalid"
 MAX_VALUE = 256  # longest value of any parameter, in characters
@@ -64,7 +65,7 @@ class Cursor(NamedTuple):
 
 def refusal(error: QueryError) -> web.Response:
     """The HTTP answer to a bad query: 400 with the API's error body."""
-    return web.json_response(error_message(error.code, error.message), status=400)
+    return web.json_response(Error(error.code, error.message).to_dict(), status=400)
 
 
 def text(query: Query, name: str) -> str | None:

@@ -45,30 +45,33 @@ Any node may sweep the same room at the same time: the commit is versioned, the 
 is guarded by the version, and the archive stream's consumer group hands each entry to
 one node, so double work changes nothing.
 
-``KIBITZ_ARCHIVE_DELAY_MS`` (fault injection for tests only): sleep this long after
-reading an entry and before writing it, so a test can kill the node in between.
+``delay_s`` (fault injection for tests only; ``KIBITZ_ARCHIVE_DELAY_MS`` through the node
+config, server/config.py): sleep this long after reading an entry and before writing it,
+so a test can kill the node in between.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as aioredis
 from sqlalchemy.exc import SQLAlchemyError
 
 from kibitz.server.archive.database import Archive, ArchiveError
 from kibitz.server.domain.records import record_of
 from kibitz.server.domain.room import Room, ends_when_left
-from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.chat import settle_record_chat
+from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import FINISHED_TTL_MS, WAITING_TTL_MS, RoomStore, ensure_group
+from kibitz.shared.bus.chat import ChatLog
+from kibitz.shared.bus.consumer import AsyncClient, ConsumerPolicy, Entry, StreamConsumer
+from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
 from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP, LIVE, room_id_of, room_key
+from kibitz.shared.bus.stopping import raise_if_stopping
+from kibitz.shared.bus.store import FINISHED_TTL_MS, WAITING_TTL_MS
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,14 @@ ABANDON_AFTER_MS = 30 * 60 * 1000  # both players gone this long: the game is ab
 ABANDON_AI_AFTER_MS = 24 * 60 * 60 * 1000  # the same for the human of a game against the AI
 RETRY_S = 1.0
 
-TRANSIENT = (SQLAlchemyError, aioredis.ConnectionError, aioredis.TimeoutError, OSError)
+TRANSIENT = (SQLAlchemyError, BusConnectionError, BusTimeoutError, OSError)
+#: The archive stream through the one stream consumer: the archiver acknowledges an entry
+#: itself (with the room's new lifetime, in one step), and retries one for ever: an entry
+#: not archived (the database or Redis away) stays pending, claimed again after
+#: CLAIM_IDLE_MS; one that names no finished room is dropped.
+POLICY = ConsumerPolicy(
+    ARCHIVE, ARCHIVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH, block_ms=BLOCK_MS
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,43 +148,36 @@ class _Entry:
 class Archiver:
     def __init__(
         self,
-        redis: aioredis.Redis,
+        redis: AsyncClient,
         service: RoomService,
         archive: Archive,
         node: str,
         lifetimes: Lifetimes,
+        delay_s: float = 0.0,
     ) -> None:
+        """``delay_s``: fault injection for tests (the node config's ``archive_delay_ms``)."""
         self.redis = redis
         self.store: RoomStore = service.store
         self.service = service
         self.archive = archive
         self.node = node
         self.lifetimes = lifetimes
-        self.delay_s = int(os.environ.get("KIBITZ_ARCHIVE_DELAY_MS") or 0) / 1000
+        self.delay_s = delay_s
         self._sweep_offset = 0
         self._next_sweep = 0.0
         self._legacy_cursor: int | None = 0  # None once the pass over old rooms is done
+        self.stream = StreamConsumer(redis, POLICY, node)
 
     async def run(self) -> None:
-        claim_cursor = "0-0"
         while True:
             try:
-                await ensure_group(self.redis, ARCHIVE, ARCHIVERS_GROUP)
+                await self.stream.ensure_group()
                 while True:
                     # Entries a dead node (or this one, after an error) left pending.
-                    reply: Any = await self.redis.xautoclaim(
-                        ARCHIVE, ARCHIVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor,
-                        count=BATCH,
-                    )  # fmt: skip
-                    claim_cursor = reply[0]
-                    await self._handle(reply[1])
-                    batches: Any = await self.redis.xreadgroup(
-                        ARCHIVERS_GROUP, self.node, {ARCHIVE: ">"}, count=BATCH, block=BLOCK_MS
-                    )
-                    read = 0
-                    for _stream, entries in batches or []:
-                        read += len(entries)
-                        await self._handle(entries)
+                    await self._handle(await self.stream.claim())
+                    entries = await self.stream.read()
+                    read = len(entries)
+                    await self._handle(entries)
                     if 0 < read < BATCH:  # more are ending: let them gather into one batch
                         await asyncio.sleep(LINGER_S)
                     if time.monotonic() >= self._next_sweep:
@@ -189,7 +192,7 @@ class Archiver:
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.warning("archiving paused (%s); retrying", why)
                 await asyncio.sleep(RETRY_S)
-            except aioredis.ResponseError as exc:
+            except BusResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     log.exception("archive stream error")
                     await asyncio.sleep(RETRY_S)
@@ -198,7 +201,7 @@ class Archiver:
                 log.exception("archiver error; going on")
                 await asyncio.sleep(RETRY_S)
 
-    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
+    async def _handle(self, entries: list[Entry]) -> None:
         """Archive a batch of entries: their rooms are read at once, their games written
         in one transaction (one disk sync however many), and then they are released.
         A busy node thus writes in bigger batches, not more often."""
@@ -206,9 +209,7 @@ class Archiver:
             return
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        found = await asyncio.gather(
-            *(self._read(entry_id, fields) for entry_id, fields in entries)
-        )
+        found = await asyncio.gather(*(self._read(entry) for entry in entries))
         ready = [entry for entry in found if entry is not None]
         if not ready:
             return
@@ -220,10 +221,10 @@ class Archiver:
             return
         await asyncio.gather(*(self._release(entry) for entry in ready))
 
-    async def _read(self, entry_id: str, fields: dict[str, str] | None) -> _Entry | None:
+    async def _read(self, entry: Entry) -> _Entry | None:
         """The game an entry names, ready to write; None (and the entry dropped) if it
         names no finished room or its record cannot be made."""
-        fields = fields or {}
+        entry_id, fields = entry.id, entry.fields
         room_id = fields.get("room", "")
         ttl = fields.get("ttl_ms", "")
         ttl_ms = int(ttl) if ttl.isdigit() and int(ttl) > 0 else self.lifetimes.finished_ttl_ms
@@ -231,17 +232,17 @@ class Archiver:
         if room is None or room.status != "over":
             why = "gone" if room is None else room.status
             log.error("archive entry %s names room %r (%s); dropping it", entry_id, room_id, why)
-            await self.store.drop_archive_entry(entry_id)
+            await self.stream.ack(entry_id)
             return None
         # The chat after the mark is cleared: a line said later queues the room again.
         events, chat = await asyncio.gather(
-            self.store.events_since(room_id, -1), settle_record_chat(self.redis, room_id)
+            self.store.events_since(room_id, -1), settle_record_chat(ChatLog(self.redis), room_id)
         )
         try:
             record = record_of(room, events, chat)
         except (KeyError, TypeError, ValueError) as exc:
             log.error("cannot make the record of room %s (%s); dropping it", room_id, exc)
-            await self.store.drop_archive_entry(entry_id)
+            await self.stream.ack(entry_id)
             return None
         return _Entry(entry_id, room_id, ttl_ms, record)
 
@@ -250,7 +251,7 @@ class Archiver:
             await self.archive.save(entry.record)
         except ArchiveError as exc:
             log.error("cannot archive room %s (%s); dropping it", entry.room_id, exc)
-            await self.store.drop_archive_entry(entry.entry_id)
+            await self.stream.ack(entry.entry_id)
             return
         await self._release(entry)
 

@@ -24,10 +24,9 @@ import asyncio
 import logging
 import time
 
-import redis.asyncio as aioredis
-
-from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.rooms import RoomService
+from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.stopping import raise_if_stopping
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ class DeadlineSweeper:
                     await self.service.sync_clock()
                     synced = time.monotonic()
                 await self.sweep()
-            except (aioredis.RedisError, OSError) as exc:
+            except (BusError, OSError) as exc:
                 raise_if_stopping()
                 log.warning("deadline sweep failed: %s", exc)
             await asyncio.sleep(self.interval_s)
@@ -72,7 +71,7 @@ class DeadlineSweeper:
                 continue
             try:
                 done = await self.service.expire(room_id)
-            except (aioredis.RedisError, OSError):
+            except (BusError, OSError):
                 raise
             except Exception:  # one broken room must not stop the flags of the others
                 log.exception("could not end room %s on time", room_id)

@@ -84,7 +84,9 @@ class LocalWorkers:
             (self.records / str(proc.pid)).unlink(missing_ok=True)
 
     async def supervise(self) -> None:
-        """Restart a local worker that died (its pending job is reclaimed by another).
+        """Restart a local worker that died (its pending job is reclaimed by another). It
+        runs as the node's loop ``local-workers`` (server/cli/serve.py), under its
+        supervisor (server/loops/supervisor.py).
 
         A worker that keeps dying is restarted less and less often (up to once a minute).
         """

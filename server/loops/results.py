@@ -4,96 +4,91 @@ All server nodes read the stream through one consumer group, so each result is h
 by one node. Applying is a versioned commit like any move: a late or duplicate result
 finds the room at another version and changes nothing. A node that dies with results
 pending leaves them to the others, which claim them after ``CLAIM_IDLE_MS``.
+
+The stream is read through the one stream consumer (``shared/bus/consumer.py``) with
+:data:`POLICY`: a result that cannot be parsed, or whose commit fails for a reason that
+is not Redis being away, is logged and dropped at once (a poison entry must not stop
+every AI game); one that meets Redis away stays pending and is tried again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
-import redis.asyncio as aioredis
 from prometheus_client import Counter
 
-from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import ensure_group
+from kibitz.shared.bus.consumer import (
+    AsyncClient,
+    ConsumerPolicy,
+    Entry,
+    StreamConsumer,
+    Unparsable,
+    missing_group,
+)
+from kibitz.shared.bus.errors import BusResponseError
 from kibitz.shared.bus.keys import RESULTS, SERVERS_GROUP
-from kibitz.shared.protocol import JobResult, ProtocolError
+from kibitz.shared.bus.stopping import raise_if_stopping
+from kibitz.shared.protocol.codec import ProtocolError
+from kibitz.shared.protocol.jobs import JobResult
 
 log = logging.getLogger(__name__)
 
-BLOCK_MS = 1000
-CLAIM_IDLE_MS = 10_000
+BLOCK_MS = 1000  # the longest wait of a read for a new result
+CLAIM_IDLE_MS = 10_000  # a result pending this long was left by a dead node
+BATCH = 50  # results claimed, or read, at once
+RETRY_S = 1.0  # the wait after an unexpected error
+UNAVAILABLE_RETRY_S = 0.5  # the wait after Redis could not be reached
+
+POLICY = ConsumerPolicy(
+    RESULTS, SERVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH, block_ms=BLOCK_MS,
+    on_failure="give_up",  # no dead letters: a result nobody can apply is dropped
+)  # fmt: skip
 
 
 class ResultsConsumer:
     def __init__(
         self,
-        redis: aioredis.Redis,
+        redis: AsyncClient,
         service: RoomService,
         node: str,
         applied: Counter,
         fallbacks: Counter,
     ) -> None:
-        self.redis = redis
+        self.stream = StreamConsumer(redis, POLICY, node)
         self.service = service
         self.node = node
         self.applied = applied
         self.fallbacks = fallbacks
 
     async def run(self) -> None:
-        await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
-        claim_cursor = "0-0"
+        await self.stream.ensure_group()
         while True:
             try:
-                # Results a dead node took but never acknowledged.
-                reply: Any = await self.redis.xautoclaim(
-                    RESULTS, SERVERS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor, count=50
-                )
-                claim_cursor = reply[0]
-                await self._handle(reply[1])
-                batches: Any = await self.redis.xreadgroup(
-                    SERVERS_GROUP, self.node, {RESULTS: ">"}, count=50, block=BLOCK_MS
-                )
-                for _stream, entries in batches or []:
-                    await self._handle(entries)
+                await self.stream.round(self._apply)
             except asyncio.CancelledError:
                 raise
-            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError) as exc:
+            except POLICY.transient as exc:
                 raise_if_stopping()
                 log.warning("results stream unavailable (%s); retrying", exc)
-                await asyncio.sleep(0.5)
-            except aioredis.ResponseError as exc:
-                if "NOGROUP" in str(exc):
-                    await ensure_group(self.redis, RESULTS, SERVERS_GROUP)
+                await asyncio.sleep(UNAVAILABLE_RETRY_S)
+            except BusResponseError as exc:
+                if missing_group(exc):
+                    await self.stream.ensure_group()
                 else:
                     log.exception("results stream error")
-                    await asyncio.sleep(1.0)
+                    await asyncio.sleep(RETRY_S)
             except Exception:
                 raise_if_stopping()
                 log.exception("results consumer error; going on")
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(RETRY_S)
 
-    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
-        for entry_id, fields in entries:
-            try:
-                if fields is not None:  # None: the entry was deleted meanwhile
-                    await self._apply(entry_id, fields)
-            except (aioredis.ConnectionError, aioredis.TimeoutError, OSError):
-                raise  # not the entry's fault: leave it pending and retry
-            except Exception:
-                # A poison entry must not stop every AI game: log it and move on.
-                log.exception("could not apply result entry %s", entry_id)
-            await self.redis.xack(RESULTS, SERVERS_GROUP, entry_id)
-            await self.redis.xdel(RESULTS, entry_id)
-
-    async def _apply(self, entry_id: str, fields: dict[str, str]) -> None:
+    async def _apply(self, entry: Entry) -> None:
         try:
-            result = JobResult.from_fields(fields)
+            result = JobResult.from_fields(entry.fields)
         except ProtocolError as exc:
-            log.warning("dropping a malformed result %s: %s", entry_id, exc)
-            return
+            raise Unparsable(f"malformed result: {exc}") from None
         if result.error:
             log.warning("job %s failed on %s: %s", result.job_id, result.worker, result.error)
         outcome = await self.service.apply_result(result)

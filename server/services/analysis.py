@@ -1,23 +1,26 @@
 """Game analysis by the worker pool: an evaluation of every position of a finished game.
 
 ``POST /api/games/{id}/analysis`` (:mod:`kibitz.server.http.games`) starts an analysis:
-one atomic Redis step (:data:`_START`) writes the analysis's state and one job per
-position (ply 0, the start, to ply N, the final position) to the stream
-``kibitz:analysis:jobs``. That stream is not the live one: a worker reads the live jobs
-stream first and takes an analysis job only when no live job is there
-(``workers/worker.py``), and each analysis job searches for a fixed, short budget
-(:func:`budget_for`), cut short when a live job waits meanwhile. Analysis jobs are
-leased like live jobs (the ``workers`` consumer group, reclaimed with ``XAUTOCLAIM`` once
-idle past the worker's lease), so a killed worker's job is done again by another.
+one atomic Redis step (``AnalysisStore.start`` in ``shared/bus/analysis.py``) writes the
+analysis's state and one job per position (ply 0, the start, to ply N, the final
+position) to the stream ``kibitz:analysis:jobs``. That stream is not the live one: a
+worker reads the live jobs stream first and takes an analysis job only when no live job
+is there (``workers/worker.py``), and each analysis job searches for a fixed, short
+budget (:func:`budget_for`), cut short when a live job waits meanwhile. Analysis jobs
+are leased like live jobs (the ``workers`` consumer group, reclaimed with ``XAUTOCLAIM``
+once idle past the worker's lease), so a killed worker's job is done again by another.
 
-A worker writes its evaluation straight into the analysis's Redis hash (:data:`_WRITE`,
-``HSETNX``: a position computed twice is stored once); the write that completes the set
-appends the game's id to ``kibitz:analysis:finished``. Every node runs an
-:class:`AnalysisCollector` on that stream (consumer group ``analysts``): it classifies
-the moves and figures each player's accuracy (:func:`summarise`, pure), stores the
-analysis in the archive's ``analyses`` table (one row per game, an upsert), and only then
-deletes the Redis state and acknowledges the entry; a node that dies in between leaves
-the entry pending for another node to claim.
+A worker writes its evaluation straight into the analysis's Redis hash
+(``AnalysisJobs.write_eval``, ``HSETNX``: a position computed twice is stored once); the
+write that completes the set appends the game's id to ``kibitz:analysis:finished``.
+Every node runs an :class:`AnalysisCollector` on that stream (consumer group
+``analysts``): it classifies the moves and figures each player's accuracy
+(:func:`summarise`, pure), stores the analysis in the archive's ``analyses`` table (one
+row per game, an upsert), and only then deletes the Redis state and acknowledges the
+entry; a node that dies in between leaves the entry pending for another node to claim.
+The collector reads through the one stream consumer (``shared/bus/consumer.py``) with
+:data:`COLLECT_POLICY`: an entry whose storing fails (the database away, or anything
+else) stays pending and is tried again.
 
 Scores are from the first player's (White's) point of view, in the game's unit (its
 ``GamePolicy.analysis_scale``: centipawns in chess, discs, men, seeds...); a proven win
@@ -29,18 +32,9 @@ move's accuracy is ``100 * exp(-drop / 25)``, where ``drop`` is the fall, in per
 points, of the mover's winning chance (a logistic curve of the score); a player's
 accuracy is the mean over their moves.
 
-Keys (``kibitz:`` prefix), each bounded:
-
-- ``analysis:jobs``          stream of ``{analysis, ply}``: at most ``MAX_ACTIVE``
-                             analyses of ``MAX_POSITIONS`` positions; entries are deleted
-                             when done
-- ``analysis:{id}``          hash: game, start, moves (JSON), total, status, created_ms,
-                             address (who asked: at most ``MAX_PER_ADDRESS`` each); a
-                             TTL of ``STATE_TTL_MS`` renewed by each write
-- ``analysis:{id}:evals``    hash: ply -> evaluation JSON, same TTL
-- ``analysis:active``        sorted set: id -> start time; entries older than the TTL are
-                             pruned; its size caps the analyses under way (``MAX_ACTIVE``)
-- ``analysis:finished``      stream of ids whose evaluations are all in (capped)
+The Redis keys of an analysis and their bounds: ``shared/bus/analysis.py``; the bounds
+decided here: ``MAX_POSITIONS`` positions a game, ``MAX_ACTIVE`` analyses under way,
+``MAX_PER_ADDRESS`` of them asked for from one address.
 """
 
 from __future__ import annotations
@@ -52,37 +46,46 @@ import math
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-import redis.asyncio as aioredis
-
-from kibitz.server.loops.background import raise_if_stopping
-from kibitz.server.store import ensure_group
-from kibitz.shared.bus import keys
+from kibitz.shared.bus import analysis as bus
+from kibitz.shared.bus.analysis import AnalysisStore
+from kibitz.shared.bus.analysis import evals_key as evals_key  # re-exported: callers and tests
+from kibitz.shared.bus.analysis import meta_key as meta_key
+from kibitz.shared.bus.consumer import AsyncClient, ConsumerPolicy, Entry, StreamConsumer
+from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.games.policy import AnalysisScale as Scale
 from kibitz.shared.games.registry import policy_for
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import ANALYSIS_LEVEL as ANALYSIS_LEVEL  # re-exported
+from kibitz.shared.protocol.jobs import DECIDED as DECIDED
+from kibitz.shared.protocol.jobs import DECIDED_RANGE as DECIDED_RANGE
+from kibitz.shared.protocol.jobs import Budget, analysis_budget
+from kibitz.shared.protocol.jobs import position_eval as position_eval
+from kibitz.shared.protocol.jobs import terminal_eval as terminal_eval
 
 if TYPE_CHECKING:
     from kibitz.server.archive.database import Archive
 
 log = logging.getLogger(__name__)
 
-JOBS = keys.ANALYSIS_JOBS
-FINISHED = keys.ANALYSIS_FINISHED
-ACTIVE = keys.ANALYSIS_ACTIVE
-WORKERS_GROUP = "workers"
-COLLECTORS_GROUP = "analysts"
+JOBS = bus.JOBS
+FINISHED = bus.FINISHED
+ACTIVE = bus.ACTIVE
+WORKERS_GROUP = bus.JOBS_GROUP
+COLLECTORS_GROUP = bus.COLLECTORS_GROUP
+STATE_TTL_MS = bus.STATE_TTL_MS
+FINISHED_KEPT = bus.FINISHED_KEPT
 
 MAX_POSITIONS = 401  # positions of one game (the start and 400 plies)
 MAX_ACTIVE = 16  # analyses queued or running at once, all nodes together
 MAX_PER_ADDRESS = 4  # of those, requested from one address
-STATE_TTL_MS = 60 * 60 * 1000  # an analysis's Redis state, renewed by each evaluation
-FINISHED_KEPT = 10_000
-ANALYSIS_LEVEL = 8  # the strongest level: no randomness
-BLOCK_MS = 1000
-CLAIM_IDLE_MS = 10_000
+BLOCK_MS = 1000  # the longest wait of the collector's read
+CLAIM_IDLE_MS = 10_000  # a finished entry pending this long was left by a dead node
+COLLECT_BATCH = 10  # finished entries claimed, or read, at once
 RETRY_S = 1.0
-DECIDED = 10_000.0  # as kibitz.shared.search.choose.DECIDED: a proven result's score
-DECIDED_RANGE = 1000.0  # scores this close to DECIDED are proven results
+
+COLLECT_POLICY = ConsumerPolicy(
+    FINISHED, COLLECTORS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=COLLECT_BATCH,
+    block_ms=BLOCK_MS,  # on_failure "raise": an entry not stored stays pending, no limit
+)  # fmt: skip
 
 Status = Literal["queued", "running", "done", "failed"]
 
@@ -98,59 +101,7 @@ def scale_for(game: str) -> Scale:
 def budget_for(game: str) -> Budget:
     """The fixed search budget of one analysis job: the game's ``analysis_time_ms`` (a
     120-ply chess game is 121 jobs, about 30 s of search for two workers)."""
-    return Budget(depth=None, time_ms=policy_for(game).analysis_time_ms, nodes=None)
-
-
-def meta_key(game_id: str) -> str:
-    return keys.analysis_key(game_id)
-
-
-def evals_key(game_id: str) -> str:
-    return keys.analysis_evals_key(game_id)
-
-
-# -- evaluations: worker side (pure) ----------------------------------------------------------
-
-
-def position_eval(
-    game: str,
-    ply: int,
-    to_move: int,
-    score: float,
-    best: str | None,
-    pv: list[str] | None = None,
-    engine: str = "",
-) -> dict[str, Any]:
-    """One position's evaluation as stored: ``score`` is the searcher's (the mover's point
-    of view, evaluation units, proven results as +-(DECIDED - plies)), turned to the first
-    player's view in the game's display unit."""
-    scale = scale_for(game)
-    white = score if to_move == 0 else -score
-    out: dict[str, Any] = {"ply": ply, "to_move": to_move, "best": best}
-    if abs(white) >= DECIDED - DECIDED_RANGE:
-        plies = int(round(DECIDED - abs(white)))
-        out["score"] = math.copysign(scale.cap, white)
-        out["mate"] = plies if white > 0 else -plies
-    else:
-        value = white * scale.per_unit
-        out["score"] = max(-scale.cap, min(scale.cap, round(value, 2)))
-    if pv:
-        out["pv"] = pv[:8]
-    if engine:
-        out["engine"] = engine
-    return out
-
-
-def terminal_eval(game: str, ply: int, to_move: int, winner: int | None) -> dict[str, Any]:
-    """The evaluation of a position where the game is over (no search)."""
-    scale = scale_for(game)
-    out: dict[str, Any] = {"ply": ply, "to_move": to_move, "best": None}
-    if winner is None:
-        out["score"] = 0.0
-    else:
-        out["score"] = scale.cap if winner == 0 else -scale.cap
-        out["mate"] = 0
-    return out
+    return analysis_budget(game)
 
 
 # -- classification and accuracy (pure) -------------------------------------------------------
@@ -231,52 +182,7 @@ def thresholds(game: str) -> dict[str, Any]:
     }
 
 
-# -- Redis: starting, writing, reading --------------------------------------------------------
-
-# KEYS: meta, jobs, active; ARGV: id, now ms, ttl ms, max active, total, game, start,
-# moves JSON, address, max per address, meta key prefix. Returns {1} (started), {0,
-# status} (one exists already), {-1} (too many in all) or {-2} (too many from the address).
-_START = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('HGET', KEYS[1], 'status') or 'queued'}
-end
-local now, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl)
-local active = redis.call('ZRANGE', KEYS[3], 0, -1)
-if #active >= tonumber(ARGV[4]) then return {-1} end
-local mine = 0
-for _, id in ipairs(active) do
-  if redis.call('HGET', ARGV[11] .. id, 'address') == ARGV[9] then mine = mine + 1 end
-end
-if mine >= tonumber(ARGV[10]) then return {-2} end
-redis.call('HSET', KEYS[1], 'game', ARGV[6], 'start', ARGV[7], 'moves', ARGV[8],
-           'total', ARGV[5], 'status', 'queued', 'created_ms', ARGV[2], 'address', ARGV[9])
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('ZADD', KEYS[3], now, ARGV[1])
-for ply = 0, tonumber(ARGV[5]) - 1 do
-  redis.call('XADD', KEYS[2], '*', 'analysis', ARGV[1], 'ply', ply)
-end
-return {1}
-"""
-
-# KEYS: meta, evals, finished; ARGV: ply, evaluation JSON, ttl ms, id, finished cap.
-# Stores the evaluation once; the write that completes the set queues the id for a node.
-# Returns 1 when stored, 0 when it was there already, -1 when the analysis is gone.
-WRITE_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local stored = redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
-local ttl = tonumber(ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('PEXPIRE', KEYS[2], ttl)
-if redis.call('HGET', KEYS[1], 'status') == 'queued' then
-  redis.call('HSET', KEYS[1], 'status', 'running')
-end
-local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
-if redis.call('HLEN', KEYS[2]) >= total and redis.call('HSETNX', KEYS[1], 'finished', '1') == 1 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'analysis', ARGV[4])
-end
-return stored
-"""
+# -- what the nodes answer and store ----------------------------------------------------------
 
 
 def status_of(meta: dict[str, str], evals: dict[str, str]) -> dict[str, Any]:
@@ -307,38 +213,30 @@ class StartOutcome:
 class AnalysisQueue:
     """The server side in Redis: start an analysis, read one under way."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
-        self.redis = redis
-        self._start = redis.register_script(_START)
+    def __init__(self, redis: AsyncClient) -> None:
+        self.store = AnalysisStore(redis)
 
     async def start(self, record: dict[str, Any], address: str = "") -> str:
         """Queue one job per position of the finished game ``record`` for a request from
         ``address``: ``STARTED``, ``EXISTS`` (one is queued or running already: nothing
         queued), ``BUSY`` or ``LIMITED``."""
-        await ensure_group(self.redis, JOBS, WORKERS_GROUP)
-        moves = [m["move"] for m in record["moves"]]
-        now = int(time.time() * 1000)
-        reply: Any = await self._start(
-            keys=[meta_key(record["id"]), JOBS, ACTIVE],
-            args=[
-                record["id"], now, STATE_TTL_MS, MAX_ACTIVE, len(moves) + 1, record["game"],
-                record["start"], json.dumps(moves, separators=(",", ":")), address,
-                MAX_PER_ADDRESS, meta_key(""),
-            ],
-        )  # fmt: skip
-        return {
-            1: StartOutcome.STARTED,
-            0: StartOutcome.EXISTS,
-            -1: StartOutcome.BUSY,
-            -2: StartOutcome.LIMITED,
-        }[int(reply[0])]
+        return await self.store.start(
+            game_id=record["id"],
+            game=record["game"],
+            start=record["start"],
+            moves=[m["move"] for m in record["moves"]],
+            address=address,
+            now_ms=int(time.time() * 1000),
+            max_active=MAX_ACTIVE,
+            max_per_address=MAX_PER_ADDRESS,
+        )
 
     async def status(self, game_id: str) -> dict[str, Any] | None:
         """The state of an analysis under way, or None (none, or stored already)."""
-        meta: Any = await self.redis.hgetall(meta_key(game_id))
+        meta = await self.store.meta(game_id)
         if not meta:
             return None
-        evals: Any = await self.redis.hgetall(evals_key(game_id))
+        evals = await self.store.evals(game_id)
         return {"id": game_id, **status_of(meta, evals)}
 
 
@@ -369,28 +267,18 @@ def finished_analysis(game_id: str, meta: dict[str, str], evals: dict[str, str])
 class AnalysisCollector:
     """A node's loop storing complete analyses in the archive (see the module doc)."""
 
-    def __init__(self, redis: aioredis.Redis, archive: Archive, node: str) -> None:
-        self.redis = redis
+    def __init__(self, redis: AsyncClient, archive: Archive, node: str) -> None:
+        self.store = AnalysisStore(redis)
+        self.stream = StreamConsumer(redis, COLLECT_POLICY, node)
         self.archive = archive
         self.node = node
 
     async def run(self) -> None:
-        claim_cursor = "0-0"
         while True:
             try:
-                await ensure_group(self.redis, FINISHED, COLLECTORS_GROUP)
+                await self.stream.ensure_group()
                 while True:
-                    reply: Any = await self.redis.xautoclaim(
-                        FINISHED, COLLECTORS_GROUP, self.node, CLAIM_IDLE_MS, claim_cursor,
-                        count=10,
-                    )  # fmt: skip
-                    claim_cursor = reply[0]
-                    await self._handle(reply[1])
-                    batches: Any = await self.redis.xreadgroup(
-                        COLLECTORS_GROUP, self.node, {FINISHED: ">"}, count=10, block=BLOCK_MS
-                    )
-                    for _stream, entries in batches or []:
-                        await self._handle(entries)
+                    await self.stream.round(self._handle)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis or the database away: entries stay pending
@@ -398,25 +286,21 @@ class AnalysisCollector:
                 log.warning("collecting analyses paused (%s: %s)", type(exc).__name__, exc)
                 await asyncio.sleep(RETRY_S)
 
-    async def _handle(self, entries: list[tuple[str, dict[str, str] | None]]) -> None:
-        for entry_id, fields in entries:
-            game_id = (fields or {}).get("analysis", "")
-            if game_id:
-                await self.collect(game_id)
-            await self.redis.xack(FINISHED, COLLECTORS_GROUP, entry_id)
-            await self.redis.xdel(FINISHED, entry_id)
+    async def _handle(self, entry: Entry) -> None:
+        game_id = entry.fields.get("analysis", "")
+        if game_id:
+            await self.collect(game_id)
 
     async def collect(self, game_id: str) -> bool:
         """Store ``game_id``'s complete analysis and forget its Redis state; False when
         there is nothing (left) to store."""
-        meta: Any = await self.redis.hgetall(meta_key(game_id))
-        evals: Any = await self.redis.hgetall(evals_key(game_id))
+        meta = await self.store.meta(game_id)
+        evals = await self.store.evals(game_id)
         if not meta or len(evals) < int(meta.get("total", "0") or 0):
             log.warning("analysis of %s is gone or incomplete; not stored", game_id)
             return False
         analysis = finished_analysis(game_id, meta, evals)
         await self.archive.save_analysis(analysis)
-        await self.redis.delete(meta_key(game_id), evals_key(game_id))
-        await self.redis.zrem(ACTIVE, game_id)
+        await self.store.forget(game_id)
         log.info("analysis of %s stored (%s)", game_id, analysis["status"])
         return True

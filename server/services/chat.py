@@ -1,12 +1,13 @@
 """Room chat: a players' channel and a spectators' channel per room.
 
 A line is checked here (text only: 1-300 characters, the name rule's characters
-(shared/protocol.py ``refused_character``, ``has_visible``); at most
-``RATE_LINES`` lines per ``RATE_WINDOW_S`` per connection), then one Lua script appends
-it to the channel's capped list in Redis (the last ``KEPT`` lines, with the room's
-lifetime) and publishes it on the room's pub/sub channel, in one atomic step, so every
-node's hub delivers it to the followers of that channel (players or spectators) and a
-line in the list is never missing from the live stream or the other way round.
+(shared/protocol/client_in.py ``refused_character``, ``has_visible``); at most
+``RATE_LINES`` lines per ``RATE_WINDOW_S`` per connection), then the bus's
+:class:`~kibitz.shared.bus.chat.ChatLog` appends it to the channel's capped list in Redis
+(the last ``KEPT`` lines, with the room's lifetime) and publishes it on the room's pub/sub
+channel, in one atomic step (``shared/bus/scripts/chat_append.lua``), so every node's hub
+delivers it to the followers of that channel (players or spectators) and a line in the
+list is never missing from the live stream or the other way round.
 
 The text is stored and sent exactly as given: it is never HTML, and clients must render
 it as text.
@@ -28,19 +29,16 @@ reads the chat (:func:`settle_record_chat`), so no line falls between the two.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any, Literal
 
-import redis.asyncio as aioredis
-
 from kibitz.server.domain.room import Room, seat_for_token
-from kibitz.shared.bus import keys
-from kibitz.shared.bus.keys import ARCHIVE, room_key
-from kibitz.shared.bus.keys import room_channel as channel
+from kibitz.shared.bus.chat import ChannelLines, ChatLog
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import MAX_CHAT, ProtocolError, has_visible, refused_character
+from kibitz.shared.protocol.client_in import MAX_CHAT, has_visible, refused_character
+from kibitz.shared.protocol.client_out import ChatLines
+from kibitz.shared.protocol.codec import ProtocolError
 
 Channel = Literal["players", "spectators"]
 CHANNELS: tuple[Channel, ...] = ("players", "spectators")
@@ -52,22 +50,13 @@ RATE_WINDOW_S = 10.0  # ...in this many seconds
 REARCHIVE_MARK_MS = 60_000
 
 
-def chat_key(room_id: str, which: Channel) -> str:
-    return keys.chat_key(room_id, which)
-
-
-def rearchive_key(room_id: str) -> str:
-    """The mark of a finished room queued for archiving again for its chat."""
-    return keys.rearchive_key(room_id)
-
-
 def check_text(text: str) -> str:
     """``text`` if it is an acceptable chat line, else ProtocolError ``chat/invalid``."""
     if len(text) > MAX_CHAT:
         raise ProtocolError(
             "chat/invalid", f"a chat line has at most {MAX_CHAT} characters, not {len(text)}"
         )
-    char = refused_character(text)  # the rule of names (shared/protocol.py)
+    char = refused_character(text)  # the rule of names (shared/protocol/client_in.py)
     if char is not None:
         raise ProtocolError(
             "chat/invalid",
@@ -111,58 +100,18 @@ def sender(room: Room, token: str | None, name: str | None) -> tuple[Channel, in
     return "spectators", None, (name or "spectator")
 
 
-# KEYS: the channel's list, the room, the re-archive mark, the archive stream; ARGV: the
-# line without its id (JSON), lines kept, pub/sub channel, room id, channel name, the
-# mark's lifetime (ms). Numbers the line (one more than the last kept), appends it, trims
-# the list, gives it the room's lifetime and publishes it. In a room whose game has ended
-# (the commit that ended it set the room's ``archive`` field), it also queues the room for
-# archiving again, unless such an entry is queued and not read yet (the mark); the
-# entry's ttl_ms keeps the room's remaining lifetime (empty before it was archived: the
-# archiver's default). Returns the line as stored (JSON), or false when the room is gone.
-_APPEND = """
-local ttl = redis.call('PTTL', KEYS[2])
-if ttl == -2 then return false end
-local id = 1
-local last = redis.call('LINDEX', KEYS[1], -1)
-if last then id = cjson.decode(last)['id'] + 1 end
-local line = cjson.decode(ARGV[1])
-line['id'] = id
-local encoded = cjson.encode(line)
-redis.call('RPUSH', KEYS[1], encoded)
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-else
-  redis.call('PERSIST', KEYS[1])
-end
-redis.call('PUBLISH', ARGV[3], '{"type":"chat","room":' .. cjson.encode(ARGV[4]) ..
-  ',"channel":' .. cjson.encode(ARGV[5]) .. ',"messages":[' .. encoded .. ']}')
-if redis.call('HEXISTS', KEYS[2], 'archive') == 1 and
-   redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[6]) then
-  local keep = ''
-  if ttl > 0 then keep = tostring(ttl) end
-  redis.call('XADD', KEYS[4], '*', 'room', ARGV[4], 'ttl_ms', keep)
-end
-return encoded
-"""
-
-
 class ChatStore:
-    """Appends and reads the chat lists of rooms."""
+    """Appends and reads the chat lists of rooms, through the bus's :class:`ChatLog`."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
-        self.redis = redis
-        self._append = redis.register_script(_APPEND)
+    def __init__(self, log: ChatLog) -> None:
+        self.log = log
 
     async def post(
         self, room: Room, which: Channel, seat: int | None, name: str, text: str
     ) -> dict[str, Any]:
         """Store and publish one line; the line as stored (with its id)."""
         line = {"seat": seat, "name": name, "text": text, "at": int(time.time() * 1000)}
-        stored = await self._append(
-            keys=[chat_key(room.id, which), room_key(room.id), rearchive_key(room.id), ARCHIVE],
-            args=[json.dumps(line), KEPT, channel(room.id), room.id, which, REARCHIVE_MARK_MS],
-        )
+        stored = await self.log.append(room.id, which, json.dumps(line), KEPT, REARCHIVE_MARK_MS)
         if stored is None:
             raise ProtocolError("room/unknown", f"no room {room.id!r}")
         result: dict[str, Any] = json.loads(stored)
@@ -170,31 +119,27 @@ class ChatStore:
 
     async def history(self, room_id: str, which: Channel) -> list[dict[str, Any]]:
         """The channel's kept lines, oldest first."""
-        lines: Any = await self.redis.lrange(chat_key(room_id, which), 0, -1)
-        return [json.loads(line) for line in lines]
+        return [json.loads(line) for line in await self.log.lines(room_id, which)]
 
 
-async def record_chat(redis: aioredis.Redis, room_id: str) -> list[dict[str, Any]]:
+async def record_chat(log: ChatLog, room_id: str) -> list[dict[str, Any]]:
     """Both channels' kept lines as the game record has them: each line with its
     ``channel``, in the order they were said (by ``at``; the players' first at a tie)."""
-    replies: Any = await asyncio.gather(
-        *(redis.lrange(chat_key(room_id, which), 0, -1) for which in CHANNELS)
-    )
-    return _merged(replies)
+    return _merged(await log.both(room_id))
 
 
-async def settle_record_chat(redis: aioredis.Redis, room_id: str) -> list[dict[str, Any]]:
+async def settle_record_chat(log: ChatLog, room_id: str) -> list[dict[str, Any]]:
     """:func:`record_chat` for the archiver: in the same step it deletes the room's
     re-archive mark first, so a line said from now on queues the room again."""
-    await redis.delete(rearchive_key(room_id))
-    return await record_chat(redis, room_id)
+    await log.clear_rearchive_mark(room_id)
+    return await record_chat(log, room_id)
 
 
-def _merged(replies: list[list[str]]) -> list[dict[str, Any]]:
+def _merged(kept: ChannelLines) -> list[dict[str, Any]]:
     lines = [
         {"channel": which, **json.loads(line)}
-        for which, kept in zip(CHANNELS, replies, strict=True)
-        for line in kept
+        for which, said in (("players", kept.players), ("spectators", kept.spectators))
+        for line in said
     ]
     # A stable sort: each channel is in id order already.
     lines.sort(key=lambda line: int(line.get("at") or 0))
@@ -203,7 +148,7 @@ def _merged(replies: list[list[str]]) -> list[dict[str, Any]]:
 
 def chat_message(room_id: str, which: Channel, lines: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``chat`` message: live (one line) or, after following a room, the replay."""
-    return {"type": "chat", "room": room_id, "channel": which, "messages": lines}
+    return ChatLines(room_id, which, lines).to_dict()
 
 
 def channel_of(seat: int | None) -> Channel:

@@ -5,7 +5,7 @@ the store's versioned script. If another node committed in between, the command 
 decided again on the fresh room (a move pinned to a version is refused instead).
 
 Every room a client causes costs its address one of the per-minute room budget
-(:meth:`RoomService.count_room`, through :class:`~kibitz.server.gateway.limits.AddressLimiter`):
+(:meth:`RoomService.count_room`, through :class:`~kibitz.server.services.limits.AddressLimiter`):
 the ``create`` handler (app.py), seeks posted and accepted (seeks.py) and agreed rematches
 (here, charged to the room's owner) all count there.
 """
@@ -13,33 +13,31 @@ the ``create`` handler (app.py), seeks posted and accepted (seeks.py) and agreed
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-import redis.asyncio as aioredis
-
 from kibitz.server.domain import clocks
 from kibitz.server.domain import room as rooms
 from kibitz.server.domain.room import Event, Presence, Room, RoomError
-from kibitz.server.gateway.limits import AddressLimiter, LimitExceeded, Limits
-from kibitz.server.store import RoomStore, StaleVersion
+from kibitz.server.services.limits import AddressLimiter, LimitExceeded, Limits
+from kibitz.server.services.room_store import RoomStore
+from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.store import StaleVersion
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import (
+from kibitz.shared.protocol.client_in import (
     Abort,
-    Budget,
     Claim,
     Create,
-    JobResult,
     Join,
     Offer,
     PlayMove,
     Resign,
     player_id,
 )
+from kibitz.shared.protocol.jobs import Budget, JobResult
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +69,13 @@ class RoomService:
         ai_games_per_owner: int | None = None,
         first_move_ms: int = clocks.FIRST_MOVE_MS,
         limiter: AddressLimiter | None = None,
+        claim_after_ms: int | None = None,
     ) -> None:
         """``ai_games_per_owner``: unfinished AI games one address may have (default:
-        :class:`~kibitz.server.gateway.limits.Limits`' ``ai_games_per_address``);
+        :class:`~kibitz.server.services.limits.Limits`' ``ai_games_per_address``);
         ``first_move_ms``: how long each side of a timed game has for its first move;
-        ``limiter``: the per-address room budget (None: rooms are not counted)."""
+        ``limiter``: the per-address room budget (None: rooms are not counted);
+        ``claim_after_ms``: the node config's (server/config.py)."""
         self.store = store
         self.limiter = limiter
         self.ai_games_per_owner = (
@@ -83,9 +83,8 @@ class RoomService:
         )
         self.first_move_ms = first_move_ms
         #: How long a player must be gone before the opponent may claim, for every room
-        #: (KIBITZ_CLAIM_AFTER_MS; unset: 30 s in timed games, 120 s in untimed ones).
-        claim_after = os.environ.get("KIBITZ_CLAIM_AFTER_MS")
-        self.claim_after_ms = int(claim_after) if claim_after else None
+        #: (KIBITZ_CLAIM_AFTER_MS; None: 30 s in timed games, 120 s in untimed ones).
+        self.claim_after_ms = claim_after_ms
         #: This node's clock minus the Redis server's (see :meth:`sync_clock`).
         self.clock_offset_ms = 0
         self._states: OrderedDict[str, tuple[int, Any]] = OrderedDict()
@@ -112,9 +111,8 @@ class RoomService:
         best: tuple[float, int] | None = None
         for _ in range(samples):
             before = time.time()
-            seconds, micros = await self.store.redis.time()
+            redis_ms = await self.store.server_time_ms()
             after = time.time()
-            redis_ms = int(seconds) * 1000 + int(micros) // 1000
             sample = ((after - before) * 1000, redis_ms - int((before + after) * 500))
             if best is None or sample[0] < best[0]:
                 best = sample
@@ -226,7 +224,7 @@ class RoomService:
         # The room moved on before the count changed: tell them who is there now.
         try:
             await self.publish_presence(room_id)
-        except (aioredis.RedisError, OSError) as exc:
+        except (BusError, OSError) as exc:
             log.warning("presence update failed: %s", exc)
 
     def _presence_snapshot(self, room: Room) -> dict[str, Any]:
@@ -309,7 +307,7 @@ class RoomService:
         return room, seat_taken[-1]
 
     async def move(self, msg: PlayMove, lag_ms: int = 0, received_ms: int | None = None) -> Room:
-        """``lag_ms``: the mover's connection's lag estimate (see server/gateway/lag.py);
+        """``lag_ms``: the mover's connection's lag estimate (see server/fanout/lag.py);
         ``received_ms``: when the move arrived (server clock), which its clock counts to."""
         at = self.clock_ms() if received_ms is None else received_ms
 

@@ -7,7 +7,7 @@ one commit. Accepting is one Lua step that removes the seek, so of two people ac
 at once (on any nodes) exactly one gets the game and the other ``seek/unknown``.
 
 Seeks make rooms, so they cost the per-address room budget (``rate/limited`` past it;
-see limits.py): posting a seek costs its poster's address one room, accepting one costs the
+see services/limits.py): posting a seek costs its poster's address one room, accepting one costs the
 acceptor's address one. A refused accept changes nothing: the seek stays open.
 
 The creator may be connected to another node than the acceptor: the accepting node
@@ -15,13 +15,11 @@ publishes the creator's seat (token included, on Redis pub/sub between our nodes
 on ``seeks:events``; the creator's node hands it to the creator's connection and makes
 it follow the room, like a ``join``.
 
-Keys and channels (``kibitz:`` prefix):
-
-- ``seeks``          hash: seek id -> the seek as JSON, with the node and connection of
-                     its creator (and the creator's address, for the per-address limit).
-                     A seek whose node's heartbeat is gone no longer counts and is pruned.
-- ``seeks:events``   pub/sub: ``{"kind": "changed"}`` when seeks change (lobby pushes) and
-                     ``{"kind": "accepted", ...}`` for the creator's node.
+The seeks live in Redis behind the bus's :class:`~kibitz.shared.bus.lobby.SeekBoard`
+(keys ``seeks``, a hash of seek id -> the seek as JSON with its creator's node, connection
+and address, pruned of dead nodes' seeks; and the channel ``seeks:events``:
+``{"kind": "changed"}`` when seeks change (lobby pushes) and ``{"kind": "accepted", ...}``
+for the creator's node). This module decides who may post, withdraw and accept.
 
 Lobby subscribers get ``{"type": "lobby", "seeks", "games"}`` when they subscribe, within
 ``PUSH_INTERVAL_S`` of a change to the seeks (never more often), and when the list of
@@ -31,39 +29,27 @@ live games has changed, looked at every ``GAMES_REFRESH_S``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
 import random
 import secrets
-import time
 from dataclasses import replace
 from typing import Any, Protocol
-
-import redis.asyncio as aioredis
 
 from kibitz.server.domain import clocks
 from kibitz.server.domain import room as rooms
 from kibitz.server.domain.room import Event, Room, RoomError, new_token
-from kibitz.server.fanout.hub import Connection
-from kibitz.server.http import query
-from kibitz.server.loops.background import raise_if_stopping
 from kibitz.server.services.rooms import RoomService, now_ms
-from kibitz.shared.bus.keys import LIVE, NODES, SEEKS, SEEKS_CHANNEL
+from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.keys import SEEKS, SEEKS_CHANNEL
+from kibitz.shared.bus.lobby import SeekBoard
+from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.games import GameError, find_game
-from kibitz.shared.protocol import (
-    Abort,
-    AcceptSeek,
-    Codec,
-    Lobby,
-    ProtocolError,
-    Seek,
-    Unseek,
-    encode_bytes,
-    player_id,
-    seat_message,
-)
+from kibitz.shared.protocol.client_in import Abort, AcceptSeek, Lobby, Seek, Unseek, player_id
+from kibitz.shared.protocol.client_out import LobbyLeft, LobbyList, Seat, SeekPosted, SeekWithdrawn
+from kibitz.shared.protocol.codec import Codec, ProtocolError, encode_bytes
+from kibitz.shared.protocol.node import SeekAccepted, parse_seeks_event
 
 log = logging.getLogger(__name__)
 
@@ -74,70 +60,36 @@ GAMES_REFRESH_S = 5.0  # how often the live games are looked at for a push
 LOBBY_GAMES = 50  # live games listed in the lobby
 SEEK_ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
-# KEYS: seeks; ARGV: id, seek JSON, creator's address, per-address limit, node key
-# prefix, events channel. Prunes the seeks of dead nodes, counts the address's seeks and
-# adds this one unless that is over the limit (then returns -count).
-_ADD = """
-local count = 0
-local entries = redis.call('HGETALL', KEYS[1])
-for i = 1, #entries, 2 do
-  local ok, seek = pcall(cjson.decode, entries[i + 1])
-  if not ok or type(seek) ~= 'table' or type(seek['node']) ~= 'string'
-     or redis.call('EXISTS', ARGV[5] .. seek['node']) == 0 then
-    redis.call('HDEL', KEYS[1], entries[i])
-  elseif seek['address'] == ARGV[3] then
-    count = count + 1
-  end
-end
-if count >= tonumber(ARGV[4]) then return -count end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PUBLISH', ARGV[6], '{"kind":"changed"}')
-return count + 1
-"""
-
-# KEYS: seeks; ARGV: id, acceptor's connection id, acceptor's player id or "", node key
-# prefix, events channel. Returns {1, seek JSON} (it is removed: the caller makes the
-# room), {0, ""} no such live seek, {-1, ""} the acceptor's own seek.
-_ACCEPT = """
-local data = redis.call('HGET', KEYS[1], ARGV[1])
-if not data then return {0, ''} end
-local seek = cjson.decode(data)
-if redis.call('EXISTS', ARGV[4] .. seek['node']) == 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  return {0, ''}
-end
-if seek['conn'] == ARGV[2] or (ARGV[3] ~= '' and seek['player'] == ARGV[3]) then
-  return {-1, ''}
-end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('PUBLISH', ARGV[5], '{"kind":"changed"}')
-return {1, data}
-"""
-
-# KEYS: seeks; ARGV: connection id, events channel, seek ids... Removes those of the ids
-# that belong to that connection; returns how many.
-_REMOVE = """
-local removed = 0
-for i = 3, #ARGV do
-  local data = redis.call('HGET', KEYS[1], ARGV[i])
-  if data and cjson.decode(data)['conn'] == ARGV[1] then
-    redis.call('HDEL', KEYS[1], ARGV[i])
-    removed = removed + 1
-  end
-end
-if removed > 0 then redis.call('PUBLISH', ARGV[2], '{"kind":"changed"}') end
-return removed
-"""
-
 PUBLIC_FIELDS = ("id", "game", "options", "clock", "seat", "name", "player", "created_ms")
 
 
+class LobbySocket(Protocol):
+    @property
+    def closed(self) -> bool: ...
+
+
+class LobbyConnection(Protocol):
+    """What seeks need of a client's connection (server/fanout/connection.py's
+    ``Connection``): its codec, whether it is going, and a way to send it a message."""
+
+    @property
+    def closing(self) -> bool: ...
+    @property
+    def codec(self) -> Codec: ...
+    @property
+    def ws(self) -> LobbySocket: ...
+    def send(self, message: dict[str, Any]) -> None: ...
+    def send_frame(self, frame: bytes) -> None: ...
+
+
 class SeekSession(Protocol):
-    """What seeks need of a connection's session (app.Session)."""
+    """What seeks need of a connection's session (server/gateway/session.py's ``Session``)."""
 
     id: str
     address: str
-    conn: Connection
+
+    @property
+    def conn(self) -> LobbyConnection: ...
 
     async def follow_room(self, room_id: str, seat: int | None) -> None: ...
 
@@ -184,28 +136,25 @@ def build_room(
 class Seeks:
     """One node's seeks: the Redis side, its own connections' seeks and the lobby push."""
 
-    def __init__(self, redis: aioredis.Redis, service: RoomService, node: str) -> None:
-        self.redis = redis
+    def __init__(self, board: SeekBoard, service: RoomService, node: str) -> None:
+        self.board = board
         self.service = service
         self.node = node
-        self._add = redis.register_script(_ADD)
-        self._accept = redis.register_script(_ACCEPT)
-        self._remove = redis.register_script(_REMOVE)
         self.local: dict[str, SeekSession] = {}  # seek id -> its creator's session here
         self.by_session: dict[str, set[str]] = {}  # session id -> its open seeks
-        self.subscribers: set[Connection] = set()
+        self.subscribers: set[LobbyConnection] = set()
         self._changed = asyncio.Event()
         self._last_push: bytes | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- pub/sub (called by the hub's listener) ------------------------------------------
     def on_event(self, data: str) -> None:
-        event = json.loads(data)
-        if event.get("kind") == "accepted":
-            session = self.local.get(event["seek"])
-            if session is not None and session.id == event["conn"]:
+        event = parse_seeks_event(data)
+        if isinstance(event, SeekAccepted):
+            session = self.local.get(event.seek)
+            if session is not None and session.id == event.conn:
                 self._spawn(self._seat_creator(session, event))
-            elif event.get("node") == self.node:
+            elif event.node == self.node:
                 # The creator's connection closed as its seek was taken: nobody holds
                 # that seat's token, so the game is called off before it starts.
                 self._spawn(self._abort(event))
@@ -216,21 +165,20 @@ class Seeks:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _seat_creator(self, session: SeekSession, event: dict[str, Any]) -> None:
+    async def _seat_creator(self, session: SeekSession, event: SeekAccepted) -> None:
         """The creator's side of an accepted seek: its seat, then the room's state."""
-        self._forget(session, event["seek"])
-        message = seat_message(event["room"], event["seat"], event["token"])
-        session.conn.send({**message, "seek": event["seek"]})
+        self._forget(session, event.seek)
+        session.conn.send(Seat(event.room, event.seat, event.token, seek=event.seek).to_dict())
         try:
-            await session.follow_room(event["room"], event["seat"])
-        except (ProtocolError, aioredis.RedisError, OSError) as exc:
-            log.warning("could not seat the creator of seek %s: %s", event["seek"], exc)
+            await session.follow_room(event.room, event.seat)
+        except (ProtocolError, BusError, OSError) as exc:
+            log.warning("could not seat the creator of seek %s: %s", event.seek, exc)
 
-    async def _abort(self, event: dict[str, Any]) -> None:
+    async def _abort(self, event: SeekAccepted) -> None:
         try:
-            await self.service.abort(Abort(event["room"], event["token"]))
-        except (ProtocolError, aioredis.RedisError, OSError) as exc:
-            log.warning("could not abort %s (seek %s): %s", event["room"], event["seek"], exc)
+            await self.service.abort(Abort(event.room, event.token))
+        except (ProtocolError, BusError, OSError) as exc:
+            log.warning("could not abort %s (seek %s): %s", event.room, event.seek, exc)
 
     # -- client messages -----------------------------------------------------------------
     async def handle(
@@ -244,14 +192,11 @@ class Seeks:
             await self.accept(session, message)
         elif message.subscribe:
             self.subscribers.add(session.conn)
-            lobby = await self.lobby()
-            session.conn.send({**lobby, "rid": message.rid} if message.rid is not None else lobby)
+            lobby = await self.lobby(message.rid)
+            session.conn.send(lobby)
         else:
             self.subscribers.discard(session.conn)
-            reply: dict[str, Any] = {"type": "lobby", "subscribed": False}
-            if message.rid is not None:
-                reply["rid"] = message.rid
-            session.conn.send(reply)
+            session.conn.send(LobbyLeft(message.rid).to_dict())
 
     async def seek(self, session: SeekSession, message: Seek) -> None:
         mine = self.by_session.setdefault(session.id, set())
@@ -278,38 +223,21 @@ class Seeks:
             "conn": session.id,
             "address": session.address,
         }
-        count = int(
-            await self._add(
-                keys=[SEEKS],
-                args=[
-                    seek_id,
-                    json.dumps(record, separators=(",", ":")),
-                    session.address,
-                    PER_ADDRESS,
-                    NODES,
-                    SEEKS_CHANNEL,
-                ],
-            )
-        )
-        if count < 0:  # not posted: its room is given back
+        encoded = json.dumps(record, separators=(",", ":"))
+        posted = await self.board.add(seek_id, encoded, session.address, PER_ADDRESS)
+        if not posted.admitted:  # not posted: its room is given back
             await self.service.uncount_room(counted)
             raise ProtocolError("seek/limit", f"at most {PER_ADDRESS} open seeks per address")
         mine.add(seek_id)
         self.local[seek_id] = session
-        reply: dict[str, Any] = {"type": "seek", "seek": public(record)}
-        if message.rid is not None:
-            reply["rid"] = message.rid
-        session.conn.send(reply)
+        session.conn.send(SeekPosted(public(record), message.rid).to_dict())
 
     async def unseek(self, session: SeekSession, message: Unseek) -> None:
         if message.seek not in self.by_session.get(session.id, set()):
             raise ProtocolError("seek/unknown", f"you have no open seek {message.seek!r}")
-        await self._remove(keys=[SEEKS], args=[session.id, SEEKS_CHANNEL, message.seek])
+        await self.board.remove(session.id, [message.seek])
         self._forget(session, message.seek)
-        reply: dict[str, Any] = {"type": "unseek", "seek": message.seek}
-        if message.rid is not None:
-            reply["rid"] = message.rid
-        session.conn.send(reply)
+        session.conn.send(SeekWithdrawn(message.seek, message.rid).to_dict())
 
     async def accept(self, session: SeekSession, message: AcceptSeek) -> None:
         # The acceptor pays for the room first: refused (rate/limited), the seek stays.
@@ -319,23 +247,21 @@ class Seeks:
         except ProtocolError:  # refused: no room was made (a Redis error may have made it)
             await self.service.uncount_room(counted)
             raise
-        session.conn.send(seat_message(room.id, 1 - creator_seat, acceptor_token, message.rid))
+        session.conn.send(Seat(room.id, 1 - creator_seat, acceptor_token, message.rid).to_dict())
         await session.follow_room(room.id, 1 - creator_seat)
 
     async def _take(self, session: SeekSession, message: AcceptSeek) -> tuple[Room, int, str]:
         """Take the seek off the lobby, make its room and tell its creator's node; (the
         room, the creator's seat, the acceptor's token)."""
         player = player_id(message.player_key) if message.player_key else None
-        status, data = await self._accept(
-            keys=[SEEKS], args=[message.seek, session.id, player or "", NODES, SEEKS_CHANNEL]
-        )
-        if int(status) == -1:
+        taken = await self.board.take(message.seek, session.id, player)
+        if taken.status == "own":
             raise ProtocolError("seek/own", "that is your own seek; unseek it instead")
-        if int(status) != 1:
+        if taken.status != "taken":
             raise ProtocolError(
                 "seek/unknown", f"no open seek {message.seek!r} (taken, withdrawn or gone)"
             )
-        seek = json.loads(data)
+        seek = json.loads(taken.seek)
         creator_seat = seek["seat"] if seek["seat"] in (0, 1) else random.randrange(2)
         creator_token, acceptor_token = new_token(), new_token()
         room = await self.service.create_built(
@@ -351,16 +277,10 @@ class Seeks:
                 self.service.first_move_ms,
             )
         )
-        event = {
-            "kind": "accepted",
-            "seek": seek["id"],
-            "conn": seek["conn"],
-            "node": seek["node"],
-            "room": room.id,
-            "seat": creator_seat,
-            "token": creator_token,
-        }
-        await self.redis.publish(SEEKS_CHANNEL, json.dumps(event, separators=(",", ":")))
+        event = SeekAccepted(
+            seek["id"], seek["conn"], seek["node"], room.id, creator_seat, creator_token
+        )
+        await self.board.announce(event.to_dict())
         return room, creator_seat, acceptor_token
 
     # -- connections ---------------------------------------------------------------------
@@ -371,7 +291,7 @@ class Seeks:
         for seek_id in mine:
             self.local.pop(seek_id, None)
         if mine:
-            await self._remove(keys=[SEEKS], args=[session.id, SEEKS_CHANNEL, *sorted(mine)])
+            await self.board.remove(session.id, sorted(mine))
 
     def _forget(self, session: SeekSession, seek_id: str) -> None:
         self.local.pop(seek_id, None)
@@ -380,17 +300,7 @@ class Seeks:
     # -- the lobby -----------------------------------------------------------------------
     async def open_seeks(self) -> list[dict[str, Any]]:
         """The open seeks of live nodes, oldest first, as the lobby shows them."""
-        entries: Any = await self.redis.hvals(SEEKS)
-        seeks = []
-        for data in entries:
-            with contextlib.suppress(ValueError):
-                seeks.append(json.loads(data))
-        nodes = sorted({s.get("node") for s in seeks if isinstance(s.get("node"), str)})
-        live = set()
-        for node in nodes:
-            if await self.redis.exists(NODES + node):
-                live.add(node)
-        seeks = [s for s in seeks if s.get("node") in live]
+        seeks = await self.board.live_seeks()
         seeks.sort(key=lambda s: (s.get("created_ms", 0), s.get("id", "")))
         return [public(s) for s in seeks]
 
@@ -405,8 +315,9 @@ class Seeks:
                 break
         return out
 
-    async def lobby(self) -> dict[str, Any]:
-        return {"type": "lobby", "seeks": await self.open_seeks(), "games": await self.games()}
+    async def lobby(self, rid: str | int | None = None) -> dict[str, Any]:
+        """The ``lobby`` message (with ``rid``: the reply to a ``lobby`` request)."""
+        return LobbyList(await self.open_seeks(), await self.games(), rid).to_dict()
 
     async def run(self) -> None:
         """Push the lobby to this node's subscribers when it changes (throttled)."""
@@ -417,7 +328,7 @@ class Seeks:
             if self.subscribers:
                 try:
                     self._push(await self.lobby())
-                except (aioredis.RedisError, OSError) as exc:
+                except (BusError, OSError) as exc:
                     raise_if_stopping()
                     log.warning("lobby not pushed: %s", type(exc).__name__)
             await asyncio.sleep(PUSH_INTERVAL_S)
@@ -454,54 +365,3 @@ async def lobby_game(service: RoomService, room: Room) -> dict[str, Any]:
 
 
 __all__ = ["SEEKS", "SEEKS_CHANNEL", "Seeks", "build_room", "lobby_game"]
-
-
-# -- GET /api/rooms paging -----------------------------------------------------------------
-
-MAX_ROOMS_PAGE = 100
-MAX_IDLE_MS = 86_400_000  # rooms untouched for a day are not listed
-_PAGE_SCANS = 10  # bound on the reads that skip rooms tied with the cursor
-
-
-def encode_cursor(updated_ms: int, room_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{updated_ms}:{room_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """The (updated ms, room id) a cursor names; ValueError if it is not one of ours (the
-    rule is :func:`kibitz.server.http.query.decode_cursor`'s)."""
-    decoded = query.decode_cursor(cursor)
-    if decoded is None:
-        raise ValueError("not a cursor of ours")
-    return decoded.ms, decoded.id
-
-
-async def live_rooms_page(
-    service: RoomService, limit: int, before: tuple[int, str] | None
-) -> tuple[list[Room], str | None]:
-    """Unfinished rooms changed in the last day, most recent first (ties by id, down),
-    ``limit`` of them after the ``before`` cursor; and the cursor of the next page."""
-    redis = service.store.redis
-    cutoff = int(time.time() * 1000) - MAX_IDLE_MS
-    top: int | str = "+inf" if before is None else before[0]
-    found: list[tuple[str, int]] = []
-    offset = 0
-    for _ in range(_PAGE_SCANS):
-        batch: Any = await redis.zrevrangebyscore(
-            LIVE, top, cutoff, start=offset, num=limit + 1, withscores=True
-        )
-        for member, score in batch:
-            if before is not None and int(score) == before[0] and member >= before[1]:
-                continue  # at or before the cursor, among rooms updated in the same ms
-            found.append((member, int(score)))
-        offset += len(batch)
-        if len(found) > limit or len(batch) < limit + 1:
-            break
-    page = found[:limit]
-    next_cursor = encode_cursor(page[-1][1], page[-1][0]) if len(found) > limit else None
-    loaded = []
-    for room_id, _score in page:
-        room = await service.store.load(room_id)
-        if room is not None:
-            loaded.append(room)
-    return loaded, next_cursor

@@ -60,8 +60,12 @@ Keys (``kibitz:`` prefix), each bounded:
 Dispatch drops (never sends) a job whose room is gone or no longer at the job's version:
 the player resigned or the game moved on while the job waited. Wall-clock times come
 from the Redis server's clock (``TIME``), so nodes and workers with skewed clocks agree.
-The scripts read room keys they are not given (the rooms of queued jobs), which a single
-Redis server allows and Redis Cluster would not.
+
+The Lua is in ``scripts/fair_lib.lua`` (the functions the store's commit shares),
+``fair_dispatch.lua``, ``fair_beat.lua`` and ``fair_should_yield.lua``, each run by one
+method below. Two touch keys they are not handed, which a single Redis server allows and
+Redis Cluster would not (each file says so): dispatch reads the rooms of queued jobs, and
+should_yield marks the newcomer it picks.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ from kibitz.shared.bus.keys import AI_WAITING as WAITING
 from kibitz.shared.bus.keys import AI_WORKERS_LIVE as WORKERS_LIVE
 from kibitz.shared.bus.keys import AI_YIELD_PREFIX as YIELD_PREFIX
 from kibitz.shared.bus.keys import JOBS, ROOM_PREFIX
+from kibitz.shared.bus.scripts import source
 
 MAX_WAITING = 10_000  # jobs in the fair queue, all owners together
 MAX_COST_MS = 3_000  # a job's expected cost, whatever its budget says
@@ -103,130 +108,14 @@ def job_cost_ms(time_ms: int | None) -> int:
     return max(1, min(time_ms, MAX_COST_MS))
 
 
-# Lua functions shared by the store's commit script and the dispatch script below. They
-# are plain text prepended to those scripts, so each script stays one atomic step.
-LUA_FUNCTIONS = """
-local function fair_now()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+# The scripts (scripts/fair_*.lua), read once when this module loads: a missing file fails
+# the import. fair_lib.lua is also joined before the store's commit script, which queues
+# and admits a job in the same atomic step as its move.
+_DISPATCH = source("fair_lib", "fair_dispatch")
+_BEAT = source("fair_lib", "fair_beat")
+_SHOULD_YIELD = source("fair_should_yield")
 
--- Whether one more job fits in the fair queue.
-local function fair_has_room(waiting, id, max_waiting)
-  return redis.call('HEXISTS', waiting, id) == 1
-      or redis.call('HLEN', waiting) < tonumber(max_waiting)
-end
-
--- Queue a job behind its owner's earlier ones (start-time fair queueing).
-local function fair_enqueue(ready, waiting, owners, clock, owner, id, job, cost, max_lead)
-  local v = tonumber(redis.call('GET', clock) or '0')
-  if redis.call('ZCARD', ready) == 0 then
-    redis.call('DEL', owners)
-  else
-    redis.call('ZREMRANGEBYSCORE', owners, '-inf', v)
-  end
-  local last = tonumber(redis.call('ZSCORE', owners, owner) or v)
-  local start = math.min(math.max(v, last), v + tonumber(max_lead))
-  redis.call('ZADD', ready, start + tonumber(cost) / 10000, id)
-  redis.call('HSET', waiting, id, job)
-  redis.call('ZADD', owners, start + tonumber(cost), owner)
-end
-
--- Move jobs from the fair queue into the stream while it holds fewer than the live
--- workers; drop the ones whose room has moved on. Returns {sent, dropped}.
-local function fair_dispatch(ready, waiting, clock, jobs, live, now, worker_ttl, room_prefix, scan)
-  redis.call('ZREMRANGEBYSCORE', live, '-inf', now - tonumber(worker_ttl))
-  local window = math.max(1, redis.call('ZCARD', live))
-  local free = window - redis.call('XLEN', jobs)
-  local sent, dropped, looked = 0, 0, 0
-  while free > 0 and looked < tonumber(scan) do
-    local head = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-    if #head == 0 then break end
-    looked = looked + 1
-    local id, start = head[1], math.floor(tonumber(head[2]))
-    local job = redis.call('HGET', waiting, id)
-    redis.call('ZREM', ready, id)
-    redis.call('HDEL', waiting, id)
-    local current = false
-    if job then
-      local ok, data = pcall(cjson.decode, job)
-      if ok and type(data) == 'table' and type(data['room']) == 'string' then
-        current = redis.call('HGET', room_prefix .. '{' .. data['room'] .. '}', 'version')
-        if current and tonumber(current) ~= tonumber(data['version']) then current = false end
-      end
-    end
-    if current then
-      redis.call('XADD', jobs, '*', 'job', job)
-      if start > tonumber(redis.call('GET', clock) or '0') then
-        redis.call('SET', clock, string.format('%d', start))
-      end
-      sent = sent + 1
-      free = free - 1
-    else
-      dropped = dropped + 1
-    end
-  end
-  return {sent, dropped}
-end
-"""
-
-# KEYS: ready, waiting, clock, jobs, workers live; ARGV: worker ttl ms, room key prefix, scan
-_DISPATCH = (
-    LUA_FUNCTIONS
-    + """
-return fair_dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], fair_now(),
-                     ARGV[1], ARGV[2], ARGV[3])
-"""
-)
-
-# KEYS: workers live; ARGV: worker name, worker ttl ms. Counts the worker in (or refreshes
-# it) and prunes the workers that stopped beating.
-_BEAT = (
-    LUA_FUNCTIONS
-    + """
-local now = fair_now()
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-return redis.call('ZCARD', KEYS[1])
-"""
-)
-
-# KEYS: ready, waiting, jobs, workers live; ARGV: the searching job's owner lane, scan,
-# yield key prefix, marker ms. 1 when a search of this owner should stop early to free
-# its worker for a waiting job whose owner has nothing running (see the module doc).
-_SHOULD_YIELD = """
-local function lane_of(job)
-  local ok, data = pcall(cjson.decode, job or '')
-  if not ok or type(data) ~= 'table' then return nil end
-  local owner = data['owner']
-  if type(owner) ~= 'string' or owner == '' then owner = 'room:' .. tostring(data['room']) end
-  return owner
-end
-local window = math.max(1, redis.call('ZCARD', KEYS[4]))
-if redis.call('XLEN', KEYS[3]) < window then return 0 end
-local running = {}
-for _, entry in ipairs(redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 256)) do
-  local fields = entry[2]
-  for i = 1, #fields, 2 do
-    if fields[i] == 'job' then
-      local lane = lane_of(fields[i + 1])
-      if lane then running[lane] = (running[lane] or 0) + 1 end
-    end
-  end
-end
-local mine = ARGV[1]
-local backlogged = (running[mine] or 0) >= 2
-local newcomer = nil
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)) do
-  local lane = lane_of(redis.call('HGET', KEYS[2], id))
-  if lane == mine then backlogged = true end
-  if lane and not running[lane] and not newcomer then newcomer = id end
-end
-if not backlogged or not newcomer then return 0 end
-if redis.call('SET', ARGV[3] .. newcomer, mine, 'NX', 'PX', ARGV[4]) then return 1 end
-return 0
-"""
-
+# fair_dispatch.lua's KEYS and ARGV (named in its header).
 _DISPATCH_KEYS = [READY, WAITING, CLOCK, JOBS, WORKERS_LIVE]
 _DISPATCH_ARGS: list[Any] = [WORKER_TTL_MS, ROOM_PREFIX, MAX_DISPATCH_SCAN]
 

@@ -82,7 +82,7 @@ def ai_games_key(owner: str) -> str:
     return f"{PREFIX}ai:games:{owner}"
 
 
-# --- analysis (server/services/analysis.py, workers/worker.py) ----------------------------
+# --- analysis (shared/bus/analysis.py) ----------------------------------------------------
 ANALYSIS_JOBS = PREFIX + "analysis:jobs"
 ANALYSIS_FINISHED = PREFIX + "analysis:finished"
 ANALYSIS_ACTIVE = PREFIX + "analysis:active"
@@ -98,7 +98,7 @@ def analysis_evals_key(game_id: str) -> str:
     return f"{PREFIX}analysis:{game_id}:evals"
 
 
-# --- nodes and workers (shared/bus/store.py, workers/worker.py) ---------------------------
+# --- nodes and workers (shared/bus/store.py, shared/bus/jobs.py) --------------------------
 NODES = PREFIX + "nodes:"  # NODES + node: a server node's heartbeat (TTL)
 NODE_BEATS = PREFIX + "node-beats"  # sorted set: node -> last heartbeat (ms)
 NODE_DIED = PREFIX + "node-died"  # channel: a node's heartbeat expired

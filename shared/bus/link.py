@@ -390,7 +390,7 @@ class Message(NamedTuple):
 
 
 class Subscription(asyncio.Protocol):
-    """A pub/sub connection read by hiredis, for the hub (server/fanout/hub.py).
+    """A pub/sub connection read by hiredis, for the hub's listener (server/fanout/listener.py).
 
     ``subscribe`` and ``unsubscribe`` write at once, in the order they are called, and
     return: Redis confirms each channel with a message, in order. Messages wait in a

@@ -7,7 +7,7 @@ Public API (used by the worker, the server and the CLI)::
     Searcher(game, options).iterate(state, limits) -> Iterator[DepthResult]
 """
 
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search.choose import SearchResult, choose_move, report_score
 from kibitz.shared.search.levels import (
     MAX_LEVEL,

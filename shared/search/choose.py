@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kibitz.shared.games.base import Game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search.evaluation import evaluation_for
 from kibitz.shared.search.levels import budget_for_level, temperature_for_level
 from kibitz.shared.search.limits import CancelToken, SearchLimits, now

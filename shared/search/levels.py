@@ -13,7 +13,7 @@ Each game states its own depths, level-8 time and temperatures on its policy
 from __future__ import annotations
 
 from kibitz.shared.games.registry import policy_for
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 
 MIN_LEVEL, MAX_LEVEL = 1, 8
 

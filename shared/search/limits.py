@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Protocol
 
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search.scores import MAX_PLY
 
 #: Deepest iteration the searcher starts when no depth is given.

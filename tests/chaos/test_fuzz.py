@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from kibitz.client.connection import ws_url
-from kibitz.shared.protocol import CLIENT_TYPES
+from kibitz.shared.protocol.client_in import CLIENT_TYPES
 from tests.chaos.harness import (
     DrivenGame,
     Node,

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from kibitz.server.loops.results import BLOCK_MS, CLAIM_IDLE_MS
-from kibitz.server.store import JOBS, RESULTS, SERVERS_GROUP, WORKERS_GROUP
+from kibitz.shared.bus.keys import JOBS, RESULTS, SERVERS_GROUP, WORKERS_GROUP
 from kibitz.shared.search import budget_for_level
 from tests.chaos.harness import (
     DELIVERY_BOUND_S,

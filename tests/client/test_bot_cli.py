@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from kibitz.shared.protocol import player_id
+from kibitz.shared.protocol.client_in import player_id
 
 
 def bot(url: str, *args: str) -> dict:

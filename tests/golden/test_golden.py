@@ -31,7 +31,7 @@ import aiohttp
 import pytest
 
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.protocol import player_id
+from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
 from tests.golden.driver import Transcript, http, wait_gone
 from tests.golden.normalise import IGNORED_KEYS, drop_keys, normalise

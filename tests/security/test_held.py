@@ -53,7 +53,7 @@ import pytest
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key, ws_url
 from kibitz.server.archive.database import sqlite_url
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.protocol import player_id
+from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
 from tests.server.gateway.test_edge import upgrade_request
 

@@ -31,7 +31,8 @@ import websockets
 from kibitz.client.connection import KibitzClient, new_player_key
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.games import TERMINATIONS
-from kibitz.shared.protocol import ProtocolError, parse_client_message, player_id
+from kibitz.shared.protocol.client_in import parse_client_message, player_id
+from kibitz.shared.protocol.codec import ProtocolError
 from tests.conftest import ServerProcess, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,7 +174,7 @@ def code_reasons() -> set[str]:
     dict and every string a ``*_reason`` function returns."""
     found: set[str] = set()
     games = sorted((ROOT / "shared" / "games").glob("*.py"))
-    for path in [*games, *sorted((ROOT / "server").glob("*.py"))]:
+    for path in [*games, *sorted((ROOT / "server").rglob("*.py"))]:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _call_name(node) in REASON_ARGUMENTS:
@@ -198,7 +199,7 @@ def code_terminations() -> set[str]:
     is a ``Termination``); any other expression is reported as is."""
     found: set[str] = set()
     games = sorted((ROOT / "shared" / "games").glob("*.py"))
-    for path in [*games, *sorted((ROOT / "server").glob("*.py"))]:
+    for path in [*games, *sorted((ROOT / "server").rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             value: ast.expr | None = None
             if isinstance(node, ast.Call) and _call_name(node) in TERMINATION_ARGUMENTS:
@@ -220,7 +221,7 @@ def code_event_kinds() -> set[str]:
     ``Event(...)`` and of every ``{"kind": ...}`` dict that is a state's event (the value
     of an ``"event"`` key, or assigned to ``...["event"]``)."""
     found: set[str] = set()
-    for path in sorted((ROOT / "server").glob("*.py")):
+    for path in sorted((ROOT / "server").rglob("*.py")):
         tree = ast.parse(path.read_text())
         events: list[ast.expr] = []
         for node in ast.walk(tree):

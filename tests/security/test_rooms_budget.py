@@ -28,9 +28,10 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key
 from kibitz.server.gateway.limits import AddressLimiter, LimitExceeded, Limits
-from kibitz.server.store import DEADLINES, LIVE
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.protocol import player_id
+from kibitz.shared.bus.keys import DEADLINES, LIVE
+from kibitz.shared.bus.limits import AddressCounters
+from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio
@@ -343,7 +344,8 @@ async def test_a_refunded_room_is_given_back_to_the_budget(own_redis) -> None:
     """A room counted and then not made (the seek was gone) costs nothing: exactly one
     more room fits after a refund, and a refund of a count already gone is harmless."""
     redis = aioredis.from_url(own_redis.url, decode_responses=True)
-    limiter = AddressLimiter(redis, "test-node", Limits(creates_per_minute=BUDGET))
+    counters = AddressCounters(redis, "test-node")
+    limiter = AddressLimiter(counters, Limits(creates_per_minute=BUDGET))
     address = "192.0.2.81"  # documentation range: never a test client's
     try:
         counted = [await limiter.count_create(address) for _ in range(BUDGET)]

@@ -211,7 +211,7 @@ async def test_worker_cuts_a_timed_search_to_the_jobs_deadline(redis_server) -> 
     not searched, and a job past its deadline gets a one-ply search."""
     import redis as sync_redis
 
-    from kibitz.shared.protocol import Budget, Job
+    from kibitz.shared.protocol.jobs import Budget, Job
     from kibitz.workers.worker import CLOCK_MARGIN_MS, MIN_SEARCH_MS, Worker, WorkerConfig
 
     worker = Worker(WorkerConfig(redis_server.url, name="clock-test"))

@@ -11,7 +11,7 @@ import websockets
 from websockets.frames import Frame, Opcode
 
 from kibitz.client.connection import KibitzClient, ServerError
-from kibitz.shared.protocol import MAX_FRAME_BYTES
+from kibitz.shared.protocol.codec import MAX_FRAME_BYTES
 
 pytestmark = pytest.mark.asyncio
 

@@ -60,3 +60,27 @@ async def test_healthz_follows_a_frozen_redis_and_the_node_delivers_after(tmp_pa
     finally:
         node.stop()
         redis.stop()
+
+
+#: The loops every node runs under its supervisor (server/node.py, server/cli/serve.py).
+NODE_LOOPS = {
+    "fanout-listener", "fanout-probe", "fanout-unsubscriber", "fanout-pings", "results",
+    "heartbeat", "archiver", "lobby", "deadlines", "analysis", "local-workers",
+}  # fmt: skip
+
+
+async def test_healthz_and_metrics_show_the_loops_of_a_real_node(redis_server) -> None:
+    node = start_server(redis_server.url, workers=1)
+    try:
+        code, body = await health(node.http_url)
+        assert code == 200 and body["ok"], body
+        assert set(body["loops"]) == NODE_LOOPS
+        for name, loop in body["loops"].items():
+            assert loop == {"state": "running", "restarts": 0, "last_error": None}, name
+        async with aiohttp.ClientSession() as session:
+            async with session.get(node.http_url + "/metrics") as r:
+                text = await r.text()
+        assert f"kibitz_loops_up {float(len(NODE_LOOPS))}" in text
+        assert "# TYPE kibitz_loop_restarts_total counter" in text
+    finally:
+        node.stop()

@@ -19,10 +19,13 @@ import redis
 import redis.asyncio as aioredis
 
 from kibitz.server.domain.room import RoomError
+from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import NODES, RoomStore, channel, presence_key, snapshot_parts
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.protocol import Create, Join, PlayMove
+from kibitz.shared.bus.keys import NODES, presence_key
+from kibitz.shared.bus.keys import room_channel as channel
+from kibitz.shared.bus.store import snapshot_parts
+from kibitz.shared.protocol.client_in import Create, Join, PlayMove
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from kibitz.server.services import analysis
 from kibitz.shared.games import available_games, find_game
-from kibitz.shared.protocol import Budget, Job, JobResult
+from kibitz.shared.protocol.jobs import Budget, Job, JobResult
 from kibitz.workers.worker import (
     GROUP,
     JOBS,
@@ -142,7 +142,7 @@ def test_analysis_gone_drops_its_jobs(private_redis) -> None:
     for _ in range(3):
         work = worker._next_analysis()
         assert work is not None
-        worker._analyse(*work)
+        worker._analyse(work)
     assert worker._next_analysis() is None and worker.analysed == 0
     assert r.xlen(analysis.JOBS) == 0
     assert not r.exists(analysis.evals_key(record["id"]))

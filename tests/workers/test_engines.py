@@ -20,7 +20,7 @@ import redis
 
 from kibitz.client.connection import KibitzClient
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Budget, Job, JobResult
+from kibitz.shared.protocol.jobs import Budget, Job, JobResult
 from kibitz.workers.engines import (
     LEVEL_ELO,
     EngineFailure,

@@ -71,9 +71,10 @@ def _pending_consumers(r: redis.Redis) -> dict[str, int]:
 async def test_duplicate_and_late_results_change_nothing(private_redis) -> None:
     import redis.asyncio as aioredis
 
+    from kibitz.server.services.room_store import RoomStore
     from kibitz.server.services.rooms import RoomService
-    from kibitz.server.store import RoomStore
-    from kibitz.shared.protocol import Create, JobResult
+    from kibitz.shared.protocol.client_in import Create
+    from kibitz.shared.protocol.jobs import JobResult
 
     client = aioredis.from_url(private_redis.url, decode_responses=True)
     service = RoomService(RoomStore(client))
@@ -99,7 +100,7 @@ async def test_failed_job_gets_a_fallback_move(private_redis) -> None:
         async with await KibitzClient.open(node.http_url) as client:
             room = (await client.create("tictactoe", "ai:8", seat=1))["room"]
             # A worker reports that it could not compute the move.
-            from kibitz.shared.protocol import JobResult
+            from kibitz.shared.protocol.jobs import JobResult
 
             r.xadd(
                 RESULTS, JobResult(f"{room}:0", room, 0, None, worker="w", error="boom").to_fields()

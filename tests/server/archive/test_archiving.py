@@ -16,9 +16,9 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient
 from kibitz.server.archive.database import Archive
-from kibitz.server.store import ARCHIVE, ARCHIVERS_GROUP, LIVE
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP, LIVE
 from tests.conftest import ServerProcess, new_postgres_database, start_server
 from tests.server.test_rooms import play_random
 

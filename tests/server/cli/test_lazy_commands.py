@@ -34,7 +34,7 @@ SERVER_STACK = (
     "aiosqlite",
     "redis",
     "websockets",
-    "kibitz.server.app",
+    "kibitz.server.node",
     "kibitz.benchmarks.",
 )
 #: What a worker must not import: web and database code (it does use Redis).

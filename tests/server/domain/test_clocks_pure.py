@@ -6,9 +6,10 @@ import pytest
 
 from kibitz.server.domain import clocks
 from kibitz.server.domain import room as rooms
-from kibitz.server.gateway.lag import LagTracker
+from kibitz.server.fanout.lag import LagTracker
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import ProtocolError, parse_client_message, parse_clock
+from kibitz.shared.protocol.client_in import parse_client_message, parse_clock
+from kibitz.shared.protocol.codec import ProtocolError
 
 T0 = 1_764_000_000_000
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from kibitz.server.domain import export
 from kibitz.shared.games import available_games, find_game
-from kibitz.shared.protocol import ProtocolError, check_name
+from kibitz.shared.protocol.client_in import check_name
+from kibitz.shared.protocol.codec import ProtocolError
 
 
 def played_record(

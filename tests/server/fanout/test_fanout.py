@@ -11,9 +11,14 @@ import pytest
 import websockets
 
 from kibitz.client.connection import KibitzClient, newer_than, ws_url
-from kibitz.server.fanout.hub import StateFrames, _up_to_date
+from kibitz.server.fanout.followers import up_to_date as _up_to_date
+from kibitz.server.fanout.frames import StateFrames
 from kibitz.shared import fastjson
-from kibitz.shared.protocol import encode_bytes
+from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.keys import room_channel
+from kibitz.shared.bus.link import Address, Subscription
+from kibitz.shared.protocol.codec import encode_bytes
+from kibitz.shared.protocol.node import state_version
 from tests.conftest import ServerProcess, start_server
 
 SPECTATORS = 200
@@ -42,6 +47,17 @@ def test_a_broadcast_every_follower_has_is_dropped_unread() -> None:
     assert not _up_to_date("r1", followers, state(5, "presence"))  # sent again at a version
     thinking = fastjson.dumps({"type": "thinking", "room": "r1", "version": 4}).decode()
     assert not _up_to_date("r1", followers, thinking)
+
+
+def test_a_snapshot_in_another_key_order_is_decoded_not_dropped() -> None:
+    """The head is a fast path only: a snapshot that begins otherwise (keys sorted, or
+    spaced) gives no version, so it is decoded whole and never dropped unread."""
+    snapshot = {"type": "state", "room": "r1", "version": 5, "event": {"kind": "move"}}
+    followers = [SimpleNamespace(last_version={"r1": 5})]
+    assert _up_to_date("r1", followers, fastjson.dumps(snapshot).decode())
+    for other in (json.dumps(snapshot, sort_keys=True), json.dumps(snapshot)):
+        assert state_version(other) is None
+        assert not _up_to_date("r1", followers, other)
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +153,45 @@ async def test_compression_is_negotiated_when_asked_for(redis_server, how) -> No
     finally:
         compressing.stop()
     assert offered is not None and "permessage-deflate" in offered
+
+
+async def test_what_a_node_publishes_is_read_by_its_head(
+    server, redis_server: EmbeddedRedis
+) -> None:
+    """The fast path that drops a broadcast every follower here has already
+    (followers.up_to_date) reads a snapshot's version from its head (state_version): it
+    relies on the encoder writing compact JSON in insertion order and on "type", "room",
+    "version" coming first. Every state a real node publishes on a room's channel must
+    give its version there, and every presence update None (it comes again at the same
+    version); this fails if the encoder or the snapshot's key order changes."""
+    subscription = await Subscription.open(Address.from_url(redis_server.url), 5.0)
+    a = await KibitzClient.open(server.http_url)
+    b = await KibitzClient.open(server.http_url)
+    watcher = await KibitzClient.open(server.http_url)
+    heads: dict[str, list[tuple[int | None, int]]] = {"state": [], "presence": []}
+    try:
+        room = (await a.create("tictactoe", seat=0))["room"]
+        subscription.subscribe(room_channel(room))
+        await b.join(room)
+        state = await a.wait_state(room, lambda s: s["status"] == "playing")
+        for _ in range(2):
+            mover = a if state["to_move"] == 0 else b
+            await mover.move(room, state["legal_moves"][0], state["version"])
+            state = await a.wait_state(room, newer_than(state["version"]))
+        await watcher.watch(room)  # a spectator: its count is broadcast shortly
+        deadline = asyncio.get_running_loop().time() + 15
+        while not heads["presence"] or len(heads["state"]) < 3:
+            assert asyncio.get_running_loop().time() < deadline, f"heard only {heads}"
+            message = await subscription.get_message(timeout=0.5)
+            if message is None or message.kind != "message":
+                continue
+            decoded = json.loads(message.data)
+            if decoded["type"] == "state":
+                kind = "presence" if decoded["event"]["kind"] == "presence" else "state"
+                heads[kind].append((state_version(message.data), decoded["version"]))
+    finally:
+        subscription.close()
+        for client in (a, b, watcher):
+            await client.close()
+    assert all(head == version for head, version in heads["state"]), heads
+    assert all(head is None for head, _ in heads["presence"]), heads

@@ -26,8 +26,8 @@ import pytest
 import redis
 
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
-from kibitz.server.store import channel
 from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
+from kibitz.shared.bus.keys import room_channel as channel
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.timeout(120)  # async tests run in asyncio mode "auto"

@@ -17,9 +17,9 @@ import websockets
 from aiohttp import web
 from websockets.frames import Frame, Opcode
 
-from kibitz.server.app import create_app
 from kibitz.server.gateway import edge as edge_module
 from kibitz.server.gateway.edge import MAX_HEAD_BYTES, Edge, is_websocket_upgrade
+from kibitz.server.node import create_app
 
 
 def test_only_a_websocket_upgrade_on_ws_stays_at_the_edge() -> None:

@@ -20,7 +20,7 @@ from draughts import Move as DraughtsMove
 from draughts.PDN import PDNReader
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key, newer_than
-from kibitz.shared.protocol import player_id
+from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio

@@ -6,6 +6,7 @@ game, typed errors; and the archived record keeps which engine played. The judgi
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,7 +196,7 @@ async def test_an_archive_at_the_first_revision_gains_the_analyses_table(tmp_pat
 
     def to_0001(connection: Any) -> None:
         config = Config()
-        migrations = Path(analysis.__file__).parent / "migrations"
+        migrations = Path(inspect.getfile(Archive)).parent / "migrations"
         config.set_main_option("script_location", str(migrations))
         config.attributes["connection"] = connection
         command.upgrade(config, "0001")

@@ -12,9 +12,10 @@ import redis.asyncio as aioredis
 from kibitz.client.connection import KibitzClient, ServerError
 from kibitz.server.domain.room import Room, Seat
 from kibitz.server.services.chat import ChatStore, record_chat, settle_record_chat
-from kibitz.server.store import ARCHIVE, room_key
 from kibitz.shared.bus import keys
+from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.keys import ARCHIVE, room_key
 from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio
@@ -212,7 +213,7 @@ async def test_resume_and_watch_replay_the_last_hundred_lines(nodes, redis_serve
 
 async def test_check_text_and_rate_are_pure() -> None:
     from kibitz.server.services.chat import RATE_LINES, RATE_WINDOW_S, ChatRate, check_text
-    from kibitz.shared.protocol import ProtocolError
+    from kibitz.shared.protocol.codec import ProtocolError
 
     assert check_text("<i>hi</i> & 🎉") == "<i>hi</i> & 🎉"  # kept exactly
     for bad in ("", " \u00a0 ", "a\u2028b", "a\u0085b", "a\x1bb", "y" * 301):
@@ -253,7 +254,7 @@ async def test_a_line_after_the_end_queues_the_room_for_the_archive_once(own_red
     both channels in the order said. Before the end, lines queue nothing."""
     client = aioredis.Redis.from_url(own_redis.url, decode_responses=True)
     try:
-        store = ChatStore(client)
+        store = ChatStore(ChatLog(client))
         seats = [Seat("human", None, "h", "ann"), Seat("human", None, "g", "bob")]
         room = Room(id="chatroom01", game="tictactoe", options={}, start="", seats=seats)
         await client.hset(room_key(room.id), mapping={"data": "{}", "version": 3})
@@ -268,11 +269,11 @@ async def test_a_line_after_the_end_queues_the_room_for_the_archive_once(own_red
         entries = await client.xrange(ARCHIVE)
         assert len(entries) == 1
         assert entries[0][1]["room"] == room.id and 0 < int(entries[0][1]["ttl_ms"]) <= 60_000
-        lines = await settle_record_chat(client, room.id)
+        lines = await settle_record_chat(store.log, room.id)
         said = [(line["channel"], line["text"]) for line in lines]
         assert said == [("players", "during the game"), ("spectators", "after"), ("players", "gg")]
         await store.post(room, "players", 0, "ann", "thanks")  # read since: queued again
         assert await client.xlen(ARCHIVE) == 2
-        assert len(await record_chat(client, room.id)) == 4
+        assert len(await record_chat(store.log, room.id)) == 4
     finally:
         await client.aclose()

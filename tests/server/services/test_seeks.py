@@ -242,7 +242,8 @@ async def test_a_dead_nodes_seeks_stop_counting(nodes, redis_server) -> None:
 
 
 async def test_the_accepted_room_is_born_with_both_seated() -> None:
-    from kibitz.server.services.seeks import build_room, decode_cursor, encode_cursor
+    from kibitz.server.http.rooms_list import decode_cursor, encode_cursor
+    from kibitz.server.services.seeks import build_room
 
     seek = {
         "id": "s1", "game": "chess", "options": {}, "seat": "random", "name": "ann",

@@ -14,12 +14,14 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError
 from kibitz.server.domain.room import Room, RoomError, create_room
+from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.store import JOBS, LIVE, WORKERS_GROUP, RoomStore
 from kibitz.shared.bus import fair_queue as fairness
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.protocol import Create, Job, Resign
+from kibitz.shared.bus.keys import JOBS, LIVE, WORKERS_GROUP
+from kibitz.shared.protocol.client_in import Create, Resign
+from kibitz.shared.protocol.jobs import Job
 from tests.conftest import start_server
 
 # -- the policy, pure ---------------------------------------------------------------------

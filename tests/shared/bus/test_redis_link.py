@@ -162,7 +162,7 @@ def test_addresses_from_urls() -> None:
 
 
 async def test_the_node_uses_the_link(server: EmbeddedRedis) -> None:
-    from kibitz.server.app import command_client
+    from kibitz.shared.bus.connect import command_client
 
     client = command_client(server.url, 8)
     try:

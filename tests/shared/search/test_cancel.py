@@ -6,7 +6,7 @@ import threading
 import time
 
 from kibitz.shared.games import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import CancelToken, choose_move
 
 

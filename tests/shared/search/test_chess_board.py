@@ -10,7 +10,7 @@ import pytest
 
 from kibitz.shared.games.chess import GAME
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import Searcher, SearchLimits, SearchOptions, choose_move
 from kibitz.shared.search import chess_board as cb
 from kibitz.shared.search.evaluation import evaluation_for

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kibitz.shared.games.othello import FULL, GAME, PASS, OthelloState
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import CancelToken, Searcher, SearchLimits, SearchOptions, choose_move
 from kibitz.shared.search.othello_endgame import SOLVE_EMPTIES, empties, solve, stable_discs
 from kibitz.shared.search.scores import MARGIN_UNIT, WIN

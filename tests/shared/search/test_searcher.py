@@ -9,7 +9,7 @@ import pytest
 
 from kibitz.shared.games.base import Game
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import (
     Searcher,
     SearchLimits,

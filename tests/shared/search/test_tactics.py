@@ -8,7 +8,7 @@ from functools import cache
 import pytest
 
 from kibitz.shared.games.registry import find_game
-from kibitz.shared.protocol import Budget
+from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search import TECHNIQUES, Searcher, SearchLimits, SearchOptions, choose_move
 from kibitz.shared.search.scores import DECISIVE, MARGIN_UNIT, WIN, plies_to_end
 

@@ -1,5 +1,8 @@
 """Each connection's network lag, measured by the server from its own ping frames.
 
+Decides the lag a seated connection is credited for (server/domain/clocks.py) and which
+pongs count towards it; the hub's ping loop (hub.py) sends the pings.
+
 A connection that holds a seat gets a WebSocket ping frame every ``PING_INTERVAL_S``
 (the first within ``PING_CHECK_S`` of taking the seat). The payload is a sequence number the server
 remembers with the time it sent it; the client's pong (browsers and WebSocket libraries

@@ -1,122 +1,27 @@
-"""The wire schema: every message between clients, servers and workers.
+"""Client to server: every message a client may send, parsed at the edge into a dataclass.
 
-This module is the single source of truth for message types; docs/protocol.md documents
-it for client authors. Messages are dicts with a ``type`` field, carried as JSON text
-frames or, when the client connects with ``?codec=msgpack``, as msgpack binary frames.
-
-Direction names say who sends what:
-
-- ``ClientMessage``: client -> server (parsed here, at the edge, into dataclasses).
-- server -> client messages are built by the ``*_message`` helpers below.
-- ``Job``: server -> worker (through the ``jobs`` stream); ``JobResult``: worker -> server.
-
-Anything that does not parse raises :class:`ProtocolError` with a stable ``code``.
+:func:`parse_client_message` turns a decoded frame into one of the ``ClientMessage``
+classes or raises :class:`ProtocolError` with a stable code; the text rules for names
+and chat lines (:func:`check_name`, :func:`refused_character`, :func:`has_visible`),
+time controls (:func:`parse_clock`) and player keys (:func:`player_id`) live here too.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import msgpack
-import orjson
+from kibitz.shared.protocol.codec import ProtocolError
 
-from kibitz.shared import fastjson
-
-PROTOCOL_VERSION = 1
-MAX_FRAME_BYTES = 64 * 1024
 MAX_TEXT = 512  # longest move, room id, token or option string accepted
 MAX_POSITION = 4096  # longest position text (with its repetition history) accepted
 MAX_NAME = 40  # longest display name (players, seeks, spectators in chat)
 
 #: A player key: the secret a client keeps to be the same player across rooms.
 PLAYER_KEY = re.compile(r"[A-Za-z0-9_-]{16,128}")
-
-Codec = Literal["json", "msgpack"]
-#: Fields of a Redis stream entry, typed loosely to match redis-py's signatures.
-StreamFields = dict[Any, Any]
-
-
-class ProtocolError(ValueError):
-    """A message that cannot be accepted, with a stable machine-readable code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-# -- codecs -----------------------------------------------------------------------------
-
-
-def encode(message: dict[str, Any], codec: Codec) -> str | bytes:
-    if codec == "msgpack":
-        data: bytes = msgpack.packb(message, use_bin_type=True)
-        return data
-    return fastjson.dumps(message).decode()
-
-
-def encode_bytes(message: dict[str, Any], codec: Codec) -> bytes:
-    """``message`` as the payload of one WebSocket frame: msgpack, or JSON as UTF-8 (to be
-    sent as a text frame). Bytes, so one encoding can be written to many sockets as is."""
-    if codec == "msgpack":
-        data: bytes = msgpack.packb(message, use_bin_type=True)
-        return data
-    return fastjson.dumps(message)
-
-
-def decode(frame: str | bytes) -> dict[str, Any]:
-    """A client frame as a dict: text frames are JSON, binary frames msgpack."""
-    # (A character is at most 4 bytes in UTF-8: most frames need no encoding to know.)
-    if isinstance(frame, bytes) or len(frame) * 4 > MAX_FRAME_BYTES:
-        size = len(frame.encode() if isinstance(frame, str) else frame)
-        if size > MAX_FRAME_BYTES:
-            raise ProtocolError("frame/too_large", f"frame of {size} bytes > {MAX_FRAME_BYTES}")
-    kind = "JSON" if isinstance(frame, str) else "msgpack"
-    try:
-        if isinstance(frame, str):
-            data = _read_json(frame)
-        else:
-            data = msgpack.unpackb(frame, raw=False, strict_map_key=True)
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # msgpack's ExtraData, FormatError and StackError are ValueErrors too.
-        text = str(exc)[:200]
-        raise ProtocolError("frame/malformed", f"frame is not valid {kind}: {text}") from None
-    if not isinstance(data, dict):
-        raise ProtocolError("frame/malformed", "a message must be an object with a 'type'")
-    return data
-
-
-#: Past this many brackets, or with a run of this many digits, a frame is read the
-#: careful way (see _read_json).
-_MAX_FAST_BRACKETS = 256
-_LONG_NUMBER = re.compile(r"[0-9]{19}")
-
-
-def _read_json(frame: str) -> Any:
-    """A JSON frame's value, which must be something we can write back in either codec:
-    lone surrogates, integers past 64 bits and absurd nesting are refused (ValueError,
-    OverflowError or RecursionError).
-
-    orjson reads an ordinary message several times faster than the standard library,
-    and refuses lone surrogates itself; but it reads an integer past 64 bits as a float
-    and has no nesting limit. A frame that could hold either (a run of 19 digits, or
-    many brackets), or that orjson refuses (NaN, say, which the standard library
-    reads), is read by the standard library and checked by writing it as msgpack."""
-    if _LONG_NUMBER.search(frame) is None and (
-        frame.count("[") + frame.count("{") <= _MAX_FAST_BRACKETS
-    ):
-        try:
-            return orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            pass
-    data = json.loads(frame)
-    msgpack.packb(data, use_bin_type=True)
-    return data
 
 
 # -- field readers ----------------------------------------------------------------------
@@ -404,8 +309,6 @@ class Claim:
 
 
 MAX_CHAT = 300  # longest chat line, in characters
-MAX_PV = 16  # moves of an AI's line kept with its move
-MAX_MOVE_TEXT = 64  # longest move text in an AI's line
 
 
 ClientMessage = (
@@ -610,194 +513,3 @@ def _parse_action(kind: str, data: dict[str, Any], rid: str | int | None) -> Cli
         "draw" if kind == "draw" else "takeback" if kind == "takeback" else "rematch"
     )
     return Offer(kind=offer_kind, room=room, token=token, action=action, rid=rid)
-
-
-# -- server -> client -------------------------------------------------------------------
-
-
-def welcome_message(node: str) -> dict[str, Any]:
-    return {
-        "type": "welcome",
-        "protocol": PROTOCOL_VERSION,
-        "node": node,
-        "max_frame": MAX_FRAME_BYTES,
-    }
-
-
-def error_message(code: str, message: str, rid: str | int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "error", "code": code, "message": message}
-    if rid is not None:
-        out["rid"] = rid
-    return out
-
-
-def left_message(room: str, rid: str | int | None = None) -> dict[str, Any]:
-    """The reply to ``leave``: this connection no longer follows ``room``."""
-    out: dict[str, Any] = {"type": "left", "room": room}
-    if rid is not None:
-        out["rid"] = rid
-    return out
-
-
-def seat_message(room: str, seat: int, token: str, rid: str | int | None = None) -> dict[str, Any]:
-    """Sent only to the player who took the seat: the token is their credential."""
-    out: dict[str, Any] = {"type": "seat", "room": room, "seat": seat, "token": token}
-    if rid is not None:
-        out["rid"] = rid
-    return out
-
-
-def thinking_message(
-    room: str,
-    version: int,
-    seat: int,
-    depth: int,
-    score: float,
-    pv: list[str],
-    nodes: int,
-    time_ms: int,
-) -> dict[str, Any]:
-    """An AI's progress on its move (one per completed search depth, throttled).
-
-    ``score`` is from the thinking side's point of view, in the game's units (pawns in
-    chess, discs in Othello...); ``version`` is the room version it is thinking about.
-    """
-    return {
-        "type": "thinking",
-        "room": room,
-        "version": version,
-        "seat": seat,
-        "depth": depth,
-        "score": score,
-        "pv": pv,
-        "nodes": nodes,
-        "time_ms": time_ms,
-    }
-
-
-def pong_message(rid: str | int | None = None, at: int | None = None) -> dict[str, Any]:
-    """``at``: the server's clock (epoch ms) when it answered, for clients that estimate
-    their offset to the server's clock (the ``at`` of ``state.clock``)."""
-    out: dict[str, Any] = {"type": "pong", "rid": rid}
-    if at is not None:
-        out["at"] = at
-    return out
-
-
-# -- server <-> worker ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """Search limits; any of them may be None (unbounded), not all of them."""
-
-    depth: int | None = None
-    time_ms: int | None = None
-    nodes: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One AI move to compute, for ``room`` at ``version``.
-
-    ``position`` is the game's start position and ``moves`` the moves played since, so
-    the worker rebuilds the exact state, repetition history included. ``owner`` is the
-    address that created the room ("" for rooms made before owners were recorded): jobs
-    are queued fairly per owner.
-    """
-
-    job_id: str
-    room: str
-    version: int
-    game: str
-    position: str
-    moves: list[str]
-    level: int
-    budget: Budget
-    seed: int = 0
-    owner: str = ""
-    #: In timed games: the server-clock time (epoch ms, the Redis server's clock) by
-    #: which the move should be back; the worker caps its search by it, so time spent
-    #: waiting in the queue counts against the AI's clock. None: untimed.
-    deadline_ms: int | None = None
-
-    def to_fields(self) -> StreamFields:
-        """Flat string fields for a Redis stream entry."""
-        return {"job": json.dumps(asdict(self), separators=(",", ":"))}
-
-    @classmethod
-    def from_fields(cls, fields: dict[str, str]) -> Job:
-        try:
-            data = json.loads(fields["job"])
-            budget = Budget(**data.pop("budget"))
-            job = cls(budget=budget, **data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError("job/invalid", f"malformed job entry: {exc}") from None
-        if (
-            not isinstance(job.position, str)
-            or not isinstance(job.version, int)
-            or not isinstance(job.moves, list)
-            or not isinstance(job.owner, str)
-            or not (job.deadline_ms is None or isinstance(job.deadline_ms, int))
-        ):
-            raise ProtocolError("job/invalid", "malformed job entry: bad field types")
-        return job
-
-
-#: The ``engine`` of a move found by our own searcher (see ``JobResult.engine``).
-SEARCHER_ENGINE = "kibitz"
-
-
-@dataclass(frozen=True, slots=True)
-class JobResult:
-    """The move a worker found for a job (or an error text when it could not).
-
-    ``engine`` says what found the move: ``"kibitz"`` (our searcher; also what results
-    from workers older than the field mean) or a UCI engine's name (``"Stockfish 15.1"``)."""
-
-    job_id: str
-    room: str
-    version: int
-    move: str | None
-    score: float = 0.0
-    depth: int = 0
-    nodes: int = 0
-    time_ms: int = 0
-    worker: str = ""
-    error: str | None = None
-    engine: str = SEARCHER_ENGINE
-    #: The line the move starts, as move texts (the move first): a hint while the game
-    #: runs, so it is kept and shown to the players only once the game is over.
-    pv: list[str] = field(default_factory=list)
-
-    def to_fields(self) -> StreamFields:
-        return {"result": json.dumps(asdict(self), separators=(",", ":"))}
-
-    @classmethod
-    def from_fields(cls, fields: dict[str, str]) -> JobResult:
-        try:
-            result = cls(**json.loads(fields["result"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError("result/invalid", f"malformed result entry: {exc}") from None
-        expected: dict[str, tuple[type, ...]] = {
-            "job_id": (str,),
-            "room": (str,),
-            "version": (int,),
-            "move": (str, type(None)),
-            "score": (int, float),
-            "depth": (int,),
-            "nodes": (int,),
-            "time_ms": (int,),
-            "worker": (str,),
-            "error": (str, type(None)),
-            "engine": (str,),
-        }
-        for name, types in expected.items():
-            value = getattr(result, name)
-            if not isinstance(value, types) or isinstance(value, bool):
-                raise ProtocolError("result/invalid", f"result field {name!r} has a bad type")
-        if not isinstance(result.pv, list) or not all(
-            isinstance(m, str) and len(m) <= MAX_MOVE_TEXT for m in result.pv
-        ):
-            raise ProtocolError("result/invalid", "result field 'pv' has a bad type")
-        return replace(result, pv=result.pv[:MAX_PV])

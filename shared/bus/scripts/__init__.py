@@ -1,4 +1,4 @@
-"""The Lua scripts of the Redis boundary, read from ``shared/bus/scripts/*.lua``.
+"""The Lua scripts of the Redis boundary, read from the ``.lua`` files of this folder.
 
 Each script is a file of its own (package data), so it reads and diffs as Lua. A script that
 uses shared Lua functions names the library files before its own: ``source("fair_lib",
@@ -15,7 +15,7 @@ from importlib import resources
 
 @cache
 def _read(name: str) -> str:
-    folder = resources.files("kibitz.shared.bus").joinpath("scripts")
+    folder = resources.files(__name__)
     return folder.joinpath(f"{name}.lua").read_text("utf-8")
 
 

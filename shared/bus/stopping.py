@@ -1,11 +1,10 @@
-"""Background loops of a node (fan-out, results, archive, heartbeat): how they stop.
+"""How a loop that talks to Redis stops: :func:`raise_if_stopping` and :func:`stop_tasks`.
 
-Each loop retries on connection errors, for as long as the node runs. Stopping one means
-cancelling its task, but redis-py may turn a cancellation that lands in the middle of a
-command into a ``ConnectionError``; a loop that retries on that would swallow the
-cancellation and run on for ever, and the node would never exit. So every retrying loop
-calls :func:`raise_if_stopping` in its error paths, and the node waits for its loops with
-a deadline.
+Stopping a loop means cancelling its task, but redis-py may turn a cancellation that lands
+in the middle of a command into a ``ConnectionError``; a loop that retries on that would
+swallow the cancellation and run on for ever, and the process would never exit. So every
+retrying loop (the node's, under kibitz.server.loops.supervisor, and the workers') calls
+:func:`raise_if_stopping` in its error paths, and its owner waits for it with a deadline.
 """
 
 from __future__ import annotations

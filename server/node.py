@@ -1,0 +1,221 @@
+"""The composition root: one node's aiohttp application, built from its :class:`NodeConfig`.
+
+It decides what a node is made of and in what order: every part is built once at start-up
+(the archive, the Redis client, the room store and service, the per-address limiter, the
+hub, chat, seeks), put under its key (server/appkeys.py), and every long-running loop is
+started under the node's one supervisor (server/loops/supervisor.py); on shutdown the
+clients are drained, the loops stopped in the reverse order, then Redis and the archive
+closed. The routes come from their modules (server/http/, server/gateway/admission.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+
+from aiohttp import web
+
+from kibitz.server.appkeys import (
+    ARCHIVE_KEY,
+    CHAT_KEY,
+    CONFIG_KEY,
+    HUB_KEY,
+    LIMITER_KEY,
+    LIMITS_KEY,
+    LISTENING_ORIGINS_KEY,
+    METRICS_KEY,
+    NODE_KEY,
+    REDIS_KEY,
+    SEEKS_KEY,
+    SERVICE_KEY,
+    STATUS_KEY,
+    STORE_KEY,
+    SUPERVISOR_KEY,
+    WS_COMPRESSION_KEY,
+)
+from kibitz.server.archive.database import Archive, display_url
+from kibitz.server.config import NodeConfig
+from kibitz.server.fanout.hub import Hub
+from kibitz.server.gateway import admission
+from kibitz.server.http import games, metrics, rooms, static, status
+from kibitz.server.loops.archiver import Archiver, Lifetimes
+from kibitz.server.loops.deadlines import DeadlineSweeper
+from kibitz.server.loops.results import ResultsConsumer
+from kibitz.server.loops.supervisor import Backoff, Supervisor
+from kibitz.server.metrics import Metrics
+from kibitz.server.services.analysis import AnalysisCollector
+from kibitz.server.services.chat import ChatStore
+from kibitz.server.services.limits import AddressLimiter, Limits
+from kibitz.server.services.room_store import RoomStore
+from kibitz.server.services.rooms import RoomService
+from kibitz.server.services.seeks import SEEKS_CHANNEL, Seeks
+from kibitz.shared.bus.chat import ChatLog
+from kibitz.shared.bus.connect import command_client
+from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.limits import AddressCounters
+from kibitz.shared.bus.lobby import SeekBoard
+from kibitz.shared.bus.stopping import raise_if_stopping
+from kibitz.shared.bus.store import HEARTBEAT_S
+
+log = logging.getLogger(__name__)
+
+#: The largest request body a node reads (its HTTP API takes small JSON bodies).
+MAX_BODY_BYTES = 64 * 1024
+
+
+def lifetimes_of(config: NodeConfig) -> Lifetimes:
+    """How long rooms stay in Redis, in the archiver's milliseconds."""
+    return Lifetimes(
+        finished_ttl_ms=int(config.finished_ttl_s * 1000),
+        waiting_ttl_ms=int(config.waiting_ttl_s * 1000),
+        idle_game_limit_ms=int(config.idle_game_limit_s * 1000),
+        unstarted_ttl_ms=int(config.unstarted_ttl_s * 1000),
+        abandon_after_ms=int(config.abandon_after_s * 1000),
+        abandon_ai_after_ms=int(config.abandon_ai_after_s * 1000),
+    )
+
+
+def supervisor_of(config: NodeConfig, metrics: Metrics) -> Supervisor:
+    """The node's supervisor, its restarts counted in ``metrics``."""
+    backoff = Backoff(config.loop_backoff_s, config.loop_backoff_cap_s, config.loop_healthy_s)
+    return Supervisor(
+        backoff,
+        config.loop_stop_timeout_s,
+        on_restart=lambda name: metrics.loop_restarts.labels(name).inc(),
+    )
+
+
+def build_app(
+    config: NodeConfig,
+    redis_url: str,
+    database_url: str = "sqlite://",
+    limits: Limits | None = None,
+    node: str | None = None,
+) -> web.Application:
+    """The app of one node. ``redis_url``: the Redis it uses (``config.redis_url``, or the
+    private Redis ``kibitz serve`` started); ``database_url``: where finished games go (the
+    default, an in-memory SQLite, is for tests); ``limits``: the per-address limits and
+    origins as parsed from the config (server/cli/serve.py; default: ``Limits()``)."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[CONFIG_KEY] = config
+    app[LIMITS_KEY] = limits or Limits()
+    # Opaque: /healthz, /api/status and every welcome show it to anybody, and a host name
+    # or process id helps only an attacker (the log maps it to both, at start-up).
+    app[NODE_KEY] = node or f"node-{uuid.uuid4().hex[:12]}"
+    app[LISTENING_ORIGINS_KEY] = set()  # filled once the node listens (server/cli/serve.py)
+    app[STATUS_KEY] = os.urandom(16)
+    app[METRICS_KEY] = Metrics()
+    app[WS_COMPRESSION_KEY] = config.ws_compression
+    app[SUPERVISOR_KEY] = supervisor_of(config, app[METRICS_KEY])
+
+    async def startup(app: web.Application) -> None:
+        await start_node(app, redis_url, database_url)
+
+    app.on_startup.append(startup)
+    app.on_shutdown.append(drain)
+    app.on_cleanup.append(stop_node)
+    add_routes(app)
+    return app
+
+
+def add_routes(app: web.Application) -> None:
+    """Every route of a node, the client files' catch-all last."""
+    static.register_index(app)  # /
+    status.register(app)  # /healthz, /api/status
+    metrics.register(app)  # /metrics
+    app.router.add_get("/ws", admission.websocket)
+    games.register(app)  # /api/games (also the catalogue), /api/games/{id}...
+    rooms.register(app)  # /api/rooms..., /api/seeks
+    static.register_files(app)  # /static/..., and the same files at the root
+
+
+async def start_node(app: web.Application, redis_url: str, database_url: str) -> None:
+    """Build the node's parts, in the order each needs the one before, and start its loops."""
+    config, node = app[CONFIG_KEY], app[NODE_KEY]
+    log.info("node %s: process %d on %s", node, os.getpid(), socket.gethostname())
+    app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
+    log.info("finished games go to %s", display_url(database_url))
+    # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
+    # listener waits indefinitely, on a subscription of its own (server/fanout/).
+    redis = command_client(
+        redis_url, config.redis_pool, config.redis_timeout_s, config.redis_pool_wait_s
+    )
+    await redis.ping()
+    lifetimes = lifetimes_of(config)
+    store = RoomStore(redis, node, lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
+    await store.heartbeat()
+    await store.ensure_groups()
+    # One room budget for every way a room is made (create here, seeks, rematches).
+    limiter = AddressLimiter(AddressCounters(redis, node), app[LIMITS_KEY])
+    ai_games = app[LIMITS_KEY].ai_games_per_address
+    first_move_ms = int(config.first_move_timeout_s * 1000)
+    service = RoomService(store, ai_games, first_move_ms, limiter, config.claim_after_ms)
+    await service.sync_clock()
+    app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY] = redis, store, service
+    app[LIMITER_KEY] = limiter
+    app[CHAT_KEY] = ChatStore(ChatLog(redis))
+    app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node)
+    app[HUB_KEY] = hub = Hub(redis.link.address, service, node)
+    hub.channels[SEEKS_CHANNEL] = seeks.on_event
+    supervisor = app[SUPERVISOR_KEY]
+    await hub.start(supervisor.start)
+    m = app[METRICS_KEY]
+    archiver = Archiver(redis, service, archive, node, lifetimes, config.archive_delay_ms / 1000)
+    loops = {
+        "results": ResultsConsumer(redis, service, node, m.ai_moves, m.fallback_moves).run,
+        "heartbeat": lambda: heartbeat(store),
+        "archiver": archiver.run,
+        "lobby": seeks.run,
+        "deadlines": DeadlineSweeper(service).run,
+        "analysis": AnalysisCollector(redis, archive, node).run,
+    }
+    for name, body in loops.items():
+        supervisor.start(name, body)
+
+
+async def heartbeat(store: RoomStore, every_s: float = HEARTBEAT_S) -> None:
+    """The node's heartbeat, which keeps its players counted as connected. A beat that
+    fails is logged and the next one comes ``every_s`` later, as a live node's would."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await store.heartbeat()
+        except (BusError, OSError) as exc:
+            raise_if_stopping()
+            log.warning("heartbeat failed: %s", exc)
+
+
+async def drain(app: web.Application) -> None:
+    """Once the listening socket is closed and before aiohttp waits for the handlers:
+    requests under way finish, then every client is told to reconnect."""
+    if HUB_KEY in app:
+        await app[HUB_KEY].drain()
+
+
+async def stop_node(app: web.Application) -> None:
+    """The handlers are done (their departures recorded in Redis): stop the loops (the
+    last started first), then the parts they used."""
+    await app[SUPERVISOR_KEY].stop()
+    if SEEKS_KEY in app:
+        await app[SEEKS_KEY].stop()
+    if HUB_KEY in app:
+        await app[HUB_KEY].stop()
+    if REDIS_KEY in app:
+        await app[REDIS_KEY].aclose()
+    if ARCHIVE_KEY in app:
+        await app[ARCHIVE_KEY].close()
+
+
+def create_app(
+    redis_url: str,
+    node: str | None = None,
+    limits: Limits | None = None,
+    database_url: str = "sqlite://",
+    config: NodeConfig | None = None,
+) -> web.Application:
+    """The app of one node with the default configuration (or ``config``): for tests and
+    embedding. ``kibitz serve`` builds its config from flags and environment."""
+    return build_app(config or NodeConfig(), redis_url, database_url, limits, node)

@@ -1,0 +1,160 @@
+"""The bus's room store in the server's terms: a ``Room`` in, ``Room`` and ``Presence`` out.
+
+:class:`kibitz.shared.bus.store.RoomStore` keeps rooms in Redis as plain data and knows
+nothing of the server. This adapter decides how a :class:`~kibitz.server.domain.room.Room`
+becomes a :class:`~kibitz.shared.bus.store.RoomCommit` (its record, seat flags, whether
+it counts against its owner's AI games, whether it is archived) and maps the commit's
+refusals to the :class:`~kibitz.server.domain.room.RoomError` a client sees
+(``rate/ai_games``, ``server/busy``). :class:`~kibitz.shared.bus.store.StaleVersion`
+passes through: the room service retries on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kibitz.server.domain.room import Presence, Room, RoomError, is_aborted
+from kibitz.shared.bus import store as bus
+from kibitz.shared.bus.store import AiGames, AiGamesMode, PresenceCounts, RoomCommit
+from kibitz.shared.protocol.jobs import Job
+
+
+def seat_flags(room: Room, present: int | None = None) -> str:
+    """One letter a seat for presence_splice: "a" an AI, "p" the player ``present`` (just
+    seated: shown connected), "h" another human player, "-" a free seat."""
+    return "".join(
+        "a" if seat.kind == "ai" else "p" if i == present else "h" if seat.taken else "-"
+        for i, seat in enumerate(room.seats)
+    )
+
+
+def ai_games(room: Room, expected_version: int, limit: int) -> AiGames | None:
+    """How the change counts against the owner's unfinished AI games (None: not at all)."""
+    if not (room.owner and room.has_ai):
+        return None
+    mode: AiGamesMode = "touch"
+    if expected_version < 0:
+        mode = "create"
+    elif room.status == "over":
+        mode = "end"
+    return AiGames(room.owner, mode, limit)
+
+
+def _moves_of(room: Room, snapshot: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The snapshot's move list, which is the record's (the snapshot is of ``room``), so
+    the record need not build it again; None if it does not match."""
+    moves = snapshot.get("moves")
+    if isinstance(moves, list) and len(moves) == len(room.moves):
+        return moves
+    return None
+
+
+def room_commit(
+    room: Room,
+    expected_version: int,
+    event: dict[str, Any],
+    snapshot: dict[str, Any],
+    job: Job | None,
+    ai_games_limit: int,
+    deadline: int | None,
+    present: int | None,
+) -> RoomCommit:
+    """What committing ``room`` writes (see :meth:`RoomStore.commit`)."""
+    return RoomCommit(
+        room_id=room.id,
+        expected_version=expected_version,
+        version=room.version,
+        record=room.to_json_dict(moves=_moves_of(room, snapshot)),
+        event=event,
+        updated_ms=room.updated_ms,
+        status=room.status,
+        archive=not is_aborted(room),
+        snapshot=snapshot,
+        seat_flags=seat_flags(room, present),
+        deadline_ms=deadline,
+        job=job,
+        ai_games=ai_games(room, expected_version, ai_games_limit),
+    )
+
+
+def _presence(counts: PresenceCounts) -> Presence:
+    return Presence(counts.connected, counts.gone_ms, counts.spectators)
+
+
+class RoomStore(bus.RoomStore):
+    """The bus's store, with rooms read and written as ``Room``."""
+
+    async def load(self, room_id: str) -> Room | None:
+        record = await self.load_record(room_id)
+        return None if record is None else Room.from_json_dict(record)
+
+    async def live_rooms(
+        self, limit: int = bus.LOBBY_ROOMS, max_idle_ms: int = bus.LOBBY_MAX_IDLE_MS
+    ) -> list[Room]:
+        """Unfinished rooms changed in the last day, most recent first."""
+        rooms = []
+        for room_id in await self.live_room_ids(limit, max_idle_ms):
+            room = await self.load(room_id)
+            if room is not None:
+                rooms.append(room)
+        return rooms
+
+    async def commit(
+        self,
+        room: Room,
+        expected_version: int,
+        event: dict[str, Any],
+        snapshot: dict[str, Any],
+        job: Job | None,
+        ai_games_limit: int = bus.AI_GAMES_LIMIT,
+        deadline: int | None = None,
+        present: int | None = None,
+    ) -> Presence:
+        """Write ``room`` if it is still at ``expected_version``; else StaleVersion. One
+        round trip.
+
+        ``snapshot`` (the new ``state``) is published with who is there, read in the same
+        atomic step: its seats' ``connected``/``gone_ms`` and ``spectators`` are set there
+        (and in ``snapshot``, to match); the seat ``present`` (a player just seated) shows
+        connected. Returns that presence.
+
+        ``deadline``: when the room's clock next needs the sweeper (server-clock ms), kept
+        in ``deadlines`` in the same atomic step (None takes the room off it).
+
+        A new room with an AI seat counts against its owner's ``ai_games_limit``
+        (RoomError ``rate/ai_games`` past it); a job that does not fit in the fair queue
+        refuses the whole change (RoomError ``server/busy``). Refused means unwritten.
+        """
+        plan = room_commit(
+            room, expected_version, event, snapshot, job, ai_games_limit, deadline, present
+        )
+        try:
+            return _presence(await self.commit_plan(plan))
+        except bus.AiGamesLimit as exc:
+            raise RoomError(
+                "rate/ai_games",
+                f"this address already has {exc.games} unfinished games against the AI "
+                f"(at most {exc.limit}); finish or resign one first",
+            ) from None
+        except bus.QueueFull:
+            raise RoomError("server/busy", "the AI queue is full; try again in a moment") from None
+
+    async def publish_presence(
+        self, room: Room, snapshot: dict[str, Any], leaving: int | None = None
+    ) -> Presence | None:
+        """Fan out ``snapshot`` (of ``room``, same version) with who is there now (see
+        :meth:`kibitz.shared.bus.store.RoomStore.publish_snapshot`)."""
+        counts = await self.publish_snapshot(
+            room.id, room.version, seat_flags(room), snapshot, leaving
+        )
+        return None if counts is None else _presence(counts)
+
+    async def presence(self, room_id: str) -> tuple[bool, bool]:
+        """Whether each seat's player is connected to a live node."""
+        return (await self.presence_counts(room_id)).connected
+
+    async def presence_info(
+        self, room_id: str, humans: tuple[bool, bool] = (False, False)
+    ) -> Presence:
+        """Who is there across the cluster (see ``presence_counts``)."""
+        return _presence(await self.presence_counts(room_id, humans))

@@ -1,0 +1,134 @@
+"""The lobby's data in Redis: the open seeks, their channel, and the live rooms by page.
+
+Who may post or accept a seek, and what a seek holds, is decided by the server
+(``server/services/seeks.py``); this module keeps the seeks so that every node lists them,
+and takes one off the lobby in one atomic step, so of two people accepting at once (on any
+nodes) exactly one gets it.
+
+- ``seeks``          hash: seek id -> the seek as JSON, with the node and connection of its
+                     creator (and the creator's address). A seek whose node's heartbeat is
+                     gone no longer counts and is pruned. Bounded by the server's limits
+                     per connection and per address, and by the connections of live nodes.
+- ``seeks:events``   pub/sub: ``{"kind": "changed"}`` when seeks change (the scripts
+                     publish it) and the server's ``{"kind": "accepted", ...}``
+                     (:meth:`SeekBoard.announce`).
+
+It also reads ``rooms:live`` (written by the store's commit) a page at a time, for
+``GET /api/rooms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.scripts import source
+
+TakeStatus = Literal["taken", "unknown", "own"]
+_TAKE_STATUS: dict[int, TakeStatus] = {1: "taken", 0: "unknown", -1: "own"}
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A seek posted (``admitted``) or refused, and the address's open seeks then."""
+
+    admitted: bool
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """An accept: ``taken`` (``seek`` is its JSON, now off the lobby), ``unknown`` (no such
+    live seek) or ``own`` (the acceptor's own seek: it stays)."""
+
+    status: TakeStatus
+    seek: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEntry:
+    """One unfinished room in the live-rooms index and when it last changed (ms)."""
+
+    room_id: str
+    updated_ms: int
+
+
+class SeekBoard:
+    """The seeks of every node, as one node posts, takes, withdraws and lists them."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self._redis = redis
+        self._add = redis.register_script(source("seek_add"))
+        self._accept = redis.register_script(source("seek_accept"))
+        self._remove = redis.register_script(source("seek_remove"))
+
+    async def add(self, seek_id: str, seek: str, address: str, per_address: int) -> Posted:
+        """Post ``seek`` (JSON with ``node``, ``conn`` and ``address``) unless ``address``
+        has ``per_address`` live seeks open already (then nothing changes but the pruning
+        of dead nodes' seeks)."""
+        reply: Any = await self._add(
+            keys=[keys.SEEKS],
+            args=[seek_id, seek, address, per_address, keys.NODES, keys.SEEKS_CHANNEL],
+        )
+        count = int(reply)
+        return Posted(admitted=count >= 0, count=abs(count))
+
+    async def take(self, seek_id: str, conn: str, player: str | None) -> Taken:
+        """Take a live seek off the lobby for the acceptor on connection ``conn`` (and
+        player id ``player``): refused (``own``) if the seek is theirs."""
+        reply: Any = await self._accept(
+            keys=[keys.SEEKS],
+            args=[seek_id, conn, player or "", keys.NODES, keys.SEEKS_CHANNEL],
+        )
+        status, data = reply
+        return Taken(_TAKE_STATUS.get(int(status), "unknown"), str(data))
+
+    async def remove(self, conn: str, seek_ids: list[str]) -> int:
+        """Withdraw those of ``seek_ids`` that connection ``conn`` posted; how many went."""
+        if not seek_ids:
+            return 0
+        reply: Any = await self._remove(
+            keys=[keys.SEEKS], args=[conn, keys.SEEKS_CHANNEL, *seek_ids]
+        )
+        return int(reply)
+
+    async def announce(self, event: dict[str, Any]) -> None:
+        """Publish ``event`` on the seeks' channel (every node's lobby hears it)."""
+        await self._redis.publish(keys.SEEKS_CHANNEL, json.dumps(event, separators=(",", ":")))
+
+    async def live_seeks(self) -> list[dict[str, Any]]:
+        """Every open seek whose node is alive (heartbeat key present), in no order; an
+        entry that is not a JSON object is skipped."""
+        entries: Any = await self._redis.hvals(keys.SEEKS)
+        seeks: list[dict[str, Any]] = []
+        for data in entries:
+            with contextlib.suppress(ValueError):
+                seek = json.loads(data)
+                if isinstance(seek, dict):
+                    seeks.append(seek)
+        nodes = sorted({str(s["node"]) for s in seeks if isinstance(s.get("node"), str)})
+        live = {node for node in nodes if await self._redis.exists(keys.node_key(node))}
+        return [s for s in seeks if s.get("node") in live]
+
+
+class LiveRooms:
+    """Reads the live-rooms index (``rooms:live``: room -> last change, ms) by score."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self._redis = redis
+
+    async def newest(
+        self, top_ms: int | None, cutoff_ms: int, offset: int, count: int
+    ) -> list[LiveEntry]:
+        """Up to ``count`` rooms changed at or before ``top_ms`` (None: any time) and at or
+        after ``cutoff_ms``, most recent first, skipping the first ``offset``."""
+        top: int | str = "+inf" if top_ms is None else top_ms
+        batch: Any = await self._redis.zrevrangebyscore(
+            keys.LIVE, top, cutoff_ms, start=offset, num=count, withscores=True
+        )
+        return [LiveEntry(str(member), int(score)) for member, score in batch]

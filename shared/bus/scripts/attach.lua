@@ -1,0 +1,15 @@
+-- Count a connection in or out (after presence_lib.lua and attach_lib.lua).
+--
+--   KEYS[1]  presence     the room's presence hash
+--   KEYS[2]  room         the room's record (its TTL is the hash's)
+--   ARGV[1]  field        "SEAT:NODE", or "s:NODE" for a spectator
+--   ARGV[2]  count        a delta (mode "add") or the count (mode "set")
+--   ARGV[3]  mode         "add" or "set"
+--   ARGV[4]  node_prefix  the heartbeat key of node N is node_prefix .. N
+--
+-- Returns the field's count now.
+
+local presence, room = KEYS[1], KEYS[2]
+local field, count, mode, node_prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+return presence_attach(presence, room, field, count, mode, node_prefix)

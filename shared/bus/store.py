@@ -1,0 +1,582 @@
+"""Rooms in Redis: versioned records, an event log, presence, fan-out and the AI job queue.
+
+This module decides how a room lives in Redis; the server decides what a room is. It deals
+in plain data: a room record is a JSON object, a change is a :class:`RoomCommit` (what the
+commit writes, by name), who is there is a :class:`PresenceCounts`. The server's adapter
+(``kibitz.server.services.room_store``) turns its ``Room`` into these and back, and the
+commit's refusals (:class:`StaleVersion`, :class:`AiGamesLimit`, :class:`QueueFull`) into
+its own errors.
+
+Keys (built in :mod:`kibitz.shared.bus.keys`; a room's keys share its hash tag):
+
+- ``room:{id}``          hash: ``version``, ``data`` (the room record as JSON) and, once the
+                         game ended, ``archive`` (``queued``)
+- ``room:{id}:events``   stream: one compact entry per version (what happened, when), for
+                         ``resume`` and as the game's timeline; at most ``EVENTS_KEPT``
+- ``room:{id}:chat:{players|spectators}``  list: the channel's last chat lines (written by
+                         the chat module), with the room's lifetime
+- ``room:{id}:presence`` hash: "seat:node" -> connections attached as that seat's player on
+                         that node, "s:node" -> spectators on that node (a dead node's
+                         entries stop counting with it), "gone:seat" -> since when that
+                         seat's player has been disconnected everywhere (epoch ms)
+- ``nodes:{node}``       a server node's heartbeat (TTL ``NODE_TTL_S``)
+- ``node-beats``         sorted set: node -> last heartbeat (ms); a node past its TTL is
+                         removed and announced on channel ``node-died``
+- channel ``room:{id}``  pub/sub: the public snapshot of each new version, to every node
+- ``rooms:live``         sorted set: unfinished rooms by last update (the lobby)
+- ``archive``            stream, group ``archivers``: rooms whose game ended, to be written
+                         to the database
+- ``jobs``, ``ai:*``     the AI jobs and the fair queue in front of them (fair_queue.py)
+- ``results``            stream, group ``servers``: moves found by workers
+- ``deadlines``          sorted set: room id -> server-clock ms of its clock's next automatic
+                         action (flag fall, first-move abort), kept by the commit
+
+Every write to a room goes through one Lua script (``scripts/commit.lua``) that commits
+only if the room is still at the version the change was computed from (optimistic
+concurrency), and in the same atomic step appends the event, publishes the snapshot with
+who is there, updates the lobby and the deadlines, and, when an AI is to move, queues its
+job fairly and admits what the workers can take now. So a job is never lost between a
+commit and its enqueue, and the per-owner AI game limit cannot be raced past by two nodes.
+A refused commit writes nothing.
+
+Every room key has a bounded lifetime: a waiting room's keys expire after
+``waiting_ttl_ms`` unless somebody joins (the commit that starts the game removes the TTL);
+the commit that ends a game queues the room on ``archive`` in the same atomic step, and
+:meth:`RoomStore.archived` gives the keys a TTL once the game is in the database. A game
+that is not to be archived (``RoomCommit.archive`` false: an aborted game) gets
+``finished_ttl_ms`` at once.
+
+Each script is a file in ``scripts/`` run by one method here with named parameters and a
+typed result; the file's header names every KEYS and ARGV entry. Two scripts touch keys
+they are not handed (node heartbeats in the presence library, the rooms of queued jobs in
+the fair queue's dispatch): each says so in its file, for the cluster issue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import redis.asyncio as aioredis
+
+from kibitz.shared import fastjson
+from kibitz.shared.bus import fair_queue as fairness
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.errors import BusResponseError
+from kibitz.shared.bus.fair_queue import AsyncFairQueue
+from kibitz.shared.bus.keys import (
+    ARCHIVE,
+    ARCHIVERS_GROUP,
+    DEADLINES,
+    JOBS,
+    LIVE,
+    NODE_BEATS,
+    NODE_DIED,
+    NODES,
+    RESULTS,
+    SERVERS_GROUP,
+    WORKERS_GROUP,
+    chat_key,
+    events_key,
+    presence_key,
+    room_key,
+)
+from kibitz.shared.bus.keys import room_channel as channel
+from kibitz.shared.bus.scripts import source
+from kibitz.shared.protocol.jobs import Job
+
+WAITING_TTL_MS = 30 * 60 * 1000  # a room nobody joins is forgotten after this long
+FINISHED_TTL_MS = 60 * 60 * 1000  # a finished room stays this long once archived
+EVENTS_KEPT = 10_000  # entries of a room's event stream (approximate MAXLEN); plenty
+NODE_TTL_S = 15  # a node's heartbeat lives this long: a node silent longer is dead
+HEARTBEAT_S = 5.0  # how often a node beats (well inside NODE_TTL_S)
+AI_GAMES_LIMIT = 8  # an owner's unfinished AI games, at most, unless the caller says
+LOBBY_ROOMS = 100  # live rooms one lobby read returns, at most (by default)
+LOBBY_MAX_IDLE_MS = 86_400_000  # a live room unchanged this long is left out of the lobby
+DUE_BATCH = 50  # due rooms one deadline read returns, at most (by default)
+
+# Each script's text, read once when this module loads: a missing file fails the import.
+_COMMIT = source("fair_lib", "presence_lib", "commit")
+_PRESENCE = source("presence_lib", "presence")
+_PUBLISH_PRESENCE = source("presence_lib", "publish_lib", "publish_presence")
+_ATTACH = source("presence_lib", "attach_lib", "attach")
+_LEAVE = source("presence_lib", "attach_lib", "publish_lib", "leave")
+_ARCHIVED = source("archived")
+_QUEUE_LEGACY = source("queue_legacy")
+_FORGET = source("forget")
+_NODE_BEAT = source("node_beat")
+
+SeatFlags = str  # one letter a seat: "a" AI, "p" just seated (connected), "h" human, "-" free
+SEAT_FLAG_LETTERS = frozenset("aph-")  # the letters presence_splice reads
+STATUSES = ("waiting", "playing", "over")  # a room's status, as the commit script reads it
+AiGamesMode = Literal["create", "touch", "end"]
+
+
+@dataclass(frozen=True, slots=True)
+class PresenceCounts:
+    """Who is in a room across the cluster: whether each seat's player is connected,
+    since when a human seat's player has been gone (epoch ms; None while connected and for
+    other seats), and how many spectators watch."""
+
+    connected: tuple[bool, bool] = (False, False)
+    gone_ms: tuple[int | None, int | None] = (None, None)
+    spectators: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AiGames:
+    """How a commit counts against its owner's unfinished AI games: ``create`` counts a
+    new room in (refused past ``limit``), ``touch`` keeps it counted, ``end`` counts it
+    out."""
+
+    owner: str
+    mode: AiGamesMode
+    limit: int = AI_GAMES_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class RoomCommit:
+    """One change of a room, as the commit script writes it.
+
+    ``snapshot`` is the new public ``state``: it is published with who is there, read in
+    the same step, and its seats' ``connected``/``gone_ms`` and ``spectators`` are written
+    into it to match what went out."""
+
+    room_id: str
+    expected_version: int  # the version the change was made from; -1: must not exist
+    version: int  # the new version
+    record: dict[str, Any]  # the room record (JSON data), stored as ``data``
+    event: dict[str, Any]  # the event stream's entry for this version
+    updated_ms: int  # when the room changed: the event's time and the lobby's score
+    status: str  # "waiting", "playing" or "over"
+    archive: bool  # a finished room goes to the archive (False: dropped after a while)
+    snapshot: dict[str, Any]  # the public state, published (presence filled in)
+    seat_flags: SeatFlags  # who sits where, for presence (see presence_lib.lua)
+    deadline_ms: int | None = None  # the room clock's next automatic action (server ms)
+    job: Job | None = None  # the AI's search job, queued fairly
+    ai_games: AiGames | None = None  # None: no owner, or no AI seat
+
+    def __post_init__(self) -> None:
+        """Refuse a plan the script would misread (ValueError), before anything is sent."""
+        if self.status not in STATUSES:
+            raise ValueError(f"room status {self.status!r} is not one of {STATUSES}")
+        if len(self.seat_flags) != 2 or not set(self.seat_flags) <= SEAT_FLAG_LETTERS:
+            raise ValueError(f"seat flags {self.seat_flags!r}: two of {sorted(SEAT_FLAG_LETTERS)}")
+        if self.expected_version < -1 or self.version < 0:
+            raise ValueError(f"versions {self.expected_version} -> {self.version}: out of range")
+
+
+class CommitRefused(Exception):
+    """The commit wrote nothing."""
+
+
+class StaleVersion(CommitRefused):
+    """The room moved on since it was read (or exists, for a new room); re-read and retry."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"room is now at version {current}")
+        self.current = current
+
+
+class AiGamesLimit(CommitRefused):
+    """The owner already has ``games`` unfinished AI games, at or past the limit."""
+
+    def __init__(self, games: int, limit: int) -> None:
+        super().__init__(f"{games} unfinished AI games (at most {limit})")
+        self.games = games
+        self.limit = limit
+
+
+class QueueFull(CommitRefused):
+    """The fair queue of AI jobs is full (``waiting`` jobs)."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(f"the AI queue is full ({waiting} waiting)")
+        self.waiting = waiting
+
+
+class CommitKeys(NamedTuple):
+    """The commit script's KEYS, in order (scripts/commit.lua names them alike)."""
+
+    room: str
+    events: str
+    presence: str
+    chat_players: str
+    chat_spectators: str
+    live: str
+    deadlines: str
+    archive: str
+    jobs: str
+    ai_ready: str
+    ai_waiting: str
+    ai_owners: str
+    ai_clock: str
+    ai_workers: str
+    ai_games: str
+
+
+#: The commit's keys that are not the room's own (they hold every room, or every owner's
+#: games): on a Redis Cluster they live outside the room's slot (the cluster issue).
+GLOBAL_COMMIT_KEYS = frozenset(CommitKeys._fields[5:])
+
+
+class CommitArgs(NamedTuple):
+    """The commit script's ARGV, in order (scripts/commit.lua names them alike)."""
+
+    expected_version: int
+    version: int
+    record: bytes
+    event: bytes
+    updated_ms: int
+    room_id: str
+    channel: str
+    status: str
+    live: str
+    archive: str
+    waiting_ttl_ms: int
+    finished_ttl_ms: int
+    deadline_ms: int | str
+    events_kept: int
+    node_prefix: str
+    seat_flags: str
+    head: bytes
+    seat0: bytes
+    seat1: bytes
+    ai_games_mode: str
+    ai_games_limit: int
+    game_idle_ms: int
+    job: str
+    job_id: str
+    job_lane: str
+    job_cost_ms: int
+    max_waiting: int
+    max_lead_ms: int
+    worker_ttl_ms: int
+    room_prefix: str
+    dispatch_scan: int
+
+
+def snapshot_parts(snapshot: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """``snapshot`` as JSON in the three parts presence_splice joins with who is there:
+    everything but "seats" and "spectators", then each seat but "connected" and
+    "gone_ms", each without its closing brace."""
+    head = fastjson.dumps({k: v for k, v in snapshot.items() if k != "seats" and k != "spectators"})
+    seats = [
+        fastjson.dumps({k: v for k, v in seat.items() if k != "connected" and k != "gone_ms"})
+        for seat in snapshot["seats"]
+    ]
+    return head[:-1], seats[0][:-1], seats[1][:-1]
+
+
+def apply_presence(snapshot: dict[str, Any], presence: PresenceCounts) -> None:
+    """Write ``presence`` into ``snapshot`` as presence_splice did into what it published."""
+    for seat, connected, gone in zip(
+        snapshot["seats"], presence.connected, presence.gone_ms, strict=True
+    ):
+        seat["connected"] = connected
+        seat["gone_ms"] = gone
+    snapshot["spectators"] = presence.spectators
+
+
+def _presence_reply(reply: Sequence[Any]) -> PresenceCounts:
+    """The {connected 0, connected 1, spectators, gone 0, gone 1} part of a script's reply."""
+    c0, c1, spectators, g0, g1 = (int(x) for x in reply)
+    return PresenceCounts(
+        connected=(c0 == 1, c1 == 1),
+        gone_ms=(g0 if g0 >= 0 else None, g1 if g1 >= 0 else None),
+        spectators=spectators,
+    )
+
+
+def _room_keys(room_id: str) -> tuple[str, str, str, str, str]:
+    """Every key of one room (record, events, presence, both chats), in scripts' order."""
+    return (
+        room_key(room_id),
+        events_key(room_id),
+        presence_key(room_id),
+        chat_key(room_id, "players"),
+        chat_key(room_id, "spectators"),
+    )
+
+
+class RoomStore:
+    """Async access to rooms, their events and presence, and the job streams."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        node: str = "local",
+        waiting_ttl_ms: int = WAITING_TTL_MS,
+        finished_ttl_ms: int = FINISHED_TTL_MS,
+    ) -> None:
+        """``waiting_ttl_ms``: how long a room nobody joins lives; ``finished_ttl_ms``:
+        how long a finished room stays once archived (written into its archive entry, so
+        the node that ended the game decides, whichever node archives it)."""
+        self.redis = redis
+        self.node = node
+        self.waiting_ttl_ms = waiting_ttl_ms
+        self.finished_ttl_ms = finished_ttl_ms
+        self._commit = redis.register_script(_COMMIT)
+        self._presence = redis.register_script(_PRESENCE)
+        self._publish_presence = redis.register_script(_PUBLISH_PRESENCE)
+        self._attach = redis.register_script(_ATTACH)
+        self._leave = redis.register_script(_LEAVE)
+        self._archived = redis.register_script(_ARCHIVED)
+        self._forget = redis.register_script(_FORGET)
+        self._queue_legacy = redis.register_script(_QUEUE_LEGACY)
+        self._node_beat = redis.register_script(_NODE_BEAT)
+        self.fair = AsyncFairQueue(redis)
+
+    async def ensure_groups(self) -> None:
+        for stream, group in (
+            (JOBS, WORKERS_GROUP),
+            (RESULTS, SERVERS_GROUP),
+            (ARCHIVE, ARCHIVERS_GROUP),
+        ):
+            await ensure_group(self.redis, stream, group)
+
+    async def server_time_ms(self) -> int:
+        """The Redis server's clock (epoch ms): one ``TIME``."""
+        seconds, micros = await self.redis.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    # -- records -------------------------------------------------------------------------
+    async def load_record(self, room_id: str) -> dict[str, Any] | None:
+        """The room's record (JSON data), or None if there is no such room."""
+        data = await self.redis.hget(room_key(room_id), "data")
+        if data is None:
+            return None
+        record: dict[str, Any] = fastjson.loads(data)
+        return record
+
+    async def version(self, room_id: str) -> int | None:
+        """The room's current version (None: no such room), without reading the record."""
+        version = await self.redis.hget(room_key(room_id), "version")
+        return None if version is None else int(version)
+
+    async def live_room_ids(
+        self, limit: int = LOBBY_ROOMS, max_idle_ms: int = LOBBY_MAX_IDLE_MS
+    ) -> list[str]:
+        """Unfinished rooms changed in the last ``max_idle_ms``, most recent first."""
+        cutoff = int(time.time() * 1000) - max_idle_ms
+        ids: Any = await self.redis.zrevrangebyscore(LIVE, "+inf", cutoff, start=0, num=limit)
+        return list(ids)
+
+    async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
+        """The events after ``version``, oldest first, each with its version and time."""
+        # Entry ids are "<version>-1", so the range starts right after ``version``.
+        entries: Any = await self.redis.xrange(events_key(room_id), min=f"{version + 1}-0")
+        return [
+            {
+                **fastjson.loads(fields["event"]),
+                "version": int(fields["version"]),
+                "at": int(fields["at"]),
+            }
+            for _id, fields in entries
+        ]
+
+    # -- the commit ----------------------------------------------------------------------
+    def commit_call(self, plan: RoomCommit) -> tuple[CommitKeys, CommitArgs]:
+        """The commit script's KEYS and ARGV for ``plan``: the one place they are built."""
+        job, games = plan.job, plan.ai_games
+        head, seat0, seat1 = snapshot_parts(plan.snapshot)
+        return CommitKeys(
+            *_room_keys(plan.room_id),
+            live=LIVE,
+            deadlines=DEADLINES,
+            archive=ARCHIVE,
+            jobs=JOBS,
+            ai_ready=keys.AI_READY,
+            ai_waiting=keys.AI_WAITING,
+            ai_owners=keys.AI_OWNERS,
+            ai_clock=keys.AI_CLOCK,
+            ai_workers=keys.AI_WORKERS_LIVE,
+            ai_games=keys.ai_games_key(games.owner if games else ""),
+        ), CommitArgs(
+            expected_version=plan.expected_version,
+            version=plan.version,
+            record=fastjson.dumps(plan.record),
+            event=fastjson.dumps(plan.event),
+            updated_ms=plan.updated_ms,
+            room_id=plan.room_id,
+            channel=channel(plan.room_id),
+            status=plan.status,
+            live="1" if plan.status != "over" else "0",
+            archive="1" if plan.archive else "0",
+            waiting_ttl_ms=self.waiting_ttl_ms,
+            finished_ttl_ms=self.finished_ttl_ms,
+            deadline_ms="" if plan.deadline_ms is None else plan.deadline_ms,
+            events_kept=EVENTS_KEPT,
+            node_prefix=NODES,
+            seat_flags=plan.seat_flags,
+            head=head,
+            seat0=seat0,
+            seat1=seat1,
+            ai_games_mode=games.mode if games else "",
+            ai_games_limit=games.limit if games else AI_GAMES_LIMIT,
+            game_idle_ms=fairness.GAME_IDLE_MS,
+            job=job.to_fields()["job"] if job else "",
+            job_id=job.job_id if job else "",
+            job_lane=fairness.owner_lane(job.owner, job.room) if job else "",
+            job_cost_ms=fairness.job_cost_ms(job.budget.time_ms) if job else 0,
+            max_waiting=fairness.MAX_WAITING,
+            max_lead_ms=fairness.MAX_LEAD_MS,
+            worker_ttl_ms=fairness.WORKER_TTL_MS,
+            room_prefix=keys.ROOM_PREFIX,
+            dispatch_scan=fairness.MAX_DISPATCH_SCAN,
+        )
+
+    async def commit_plan(self, plan: RoomCommit) -> PresenceCounts:
+        """Write ``plan`` if the room is still at ``plan.expected_version``, in one atomic
+        step and one round trip; returns who is there, as published (and written into
+        ``plan.snapshot``).
+
+        Refused, writing nothing: :class:`StaleVersion` (the room moved on),
+        :class:`AiGamesLimit` (a new AI room past its owner's limit), :class:`QueueFull`
+        (the job does not fit in the fair queue)."""
+        script_keys, args = self.commit_call(plan)
+        reply: Any = await self._commit(keys=list(script_keys), args=list(args))
+        status, value = int(reply[0]), int(reply[1])
+        if status == 1:
+            presence = _presence_reply(reply[2:])
+            apply_presence(plan.snapshot, presence)
+            return presence
+        if status == 0:
+            raise StaleVersion(value)
+        if status == -1:
+            raise AiGamesLimit(value, args.ai_games_limit)
+        if status == -2:
+            raise QueueFull(value)
+        raise BusResponseError(f"the commit script answered {reply!r}")
+
+    async def dispatch(self) -> tuple[int, int]:
+        """Admit queued AI jobs the workers can take now: (sent, dropped)."""
+        return await self.fair.dispatch()
+
+    # -- fan-out and presence ------------------------------------------------------------
+    async def publish(self, room_id: str, snapshot: dict[str, Any]) -> None:
+        """Fan out a snapshot that is not a new version (a presence change)."""
+        await self.redis.publish(channel(room_id), fastjson.dumps(snapshot))
+
+    async def publish_snapshot(
+        self,
+        room_id: str,
+        version: int,
+        seat_flags: SeatFlags,
+        snapshot: dict[str, Any],
+        leaving: int | None = None,
+    ) -> PresenceCounts | None:
+        """Fan out ``snapshot`` (of the room at ``version``) with who is there now, read in
+        the same atomic step (one round trip); None, and nothing sent, if the room is no
+        longer at ``version`` (or gone).
+
+        ``leaving``: a seat whose player's connection on this node has just gone, counted
+        out (as ``attach(room_id, leaving, -1)``) in the same step, whatever the version."""
+        head, seat0, seat1 = snapshot_parts(snapshot)
+        script_keys = [room_key(room_id), presence_key(room_id)]
+        args: list[str | bytes | int] = [
+            version, NODES, seat_flags, head, seat0, seat1, channel(room_id)
+        ]  # fmt: skip
+        if leaving is None:
+            reply: Any = await self._publish_presence(keys=script_keys, args=args)
+        else:
+            field = self._presence_field(leaving)
+            reply = await self._leave(keys=script_keys, args=[*args, field])
+        if int(reply[0]) != 1:
+            return None
+        presence = _presence_reply(reply[2:])
+        apply_presence(snapshot, presence)
+        return presence
+
+    async def presence_counts(
+        self, room_id: str, humans: tuple[bool, bool] = (False, False)
+    ) -> PresenceCounts:
+        """Who is there across the cluster: connected seats, spectators, and since when
+        each seat in ``humans`` (the seats a human player holds) has been gone. A human
+        seat found gone without a recorded time (its node died) is recorded as gone now."""
+        flags = "".join("1" if human else "0" for human in humans)
+        reply: Any = await self._presence(
+            keys=[presence_key(room_id), room_key(room_id)], args=[NODES, flags]
+        )
+        return _presence_reply(reply)
+
+    def _presence_field(self, seat: int | None) -> str:
+        return f"{'s' if seat is None else seat}:{self.node}"
+
+    async def attach(self, room_id: str, seat: int | None, delta: int) -> None:
+        """Count a connection of ``seat``'s player (None: a spectator) on this node in
+        (+1) or out (-1)."""
+        await self._attach(
+            keys=[presence_key(room_id), room_key(room_id)],
+            args=[self._presence_field(seat), delta, "add", NODES],
+        )
+
+    async def restate(self, room_id: str, seat: int | None, count: int) -> None:
+        """Set the count of ``seat``'s connections (None: spectators) on this node to
+        ``count`` (absolute)."""
+        await self._attach(
+            keys=[presence_key(room_id), room_key(room_id)],
+            args=[self._presence_field(seat), count, "set", NODES],
+        )
+
+    # -- archiving and forgetting --------------------------------------------------------
+    async def archived(self, room_id: str, entry_id: str, ttl_ms: int) -> None:
+        """The room's game is in the database: acknowledge its ``archive`` entry, give its
+        keys ``ttl_ms`` more to live and take it off the lobby (one atomic step)."""
+        await self._archived(
+            keys=[*_room_keys(room_id), LIVE, ARCHIVE],
+            args=[ARCHIVERS_GROUP, entry_id, room_id, ttl_ms],
+        )
+
+    async def queue_if_legacy(self, room_id: str) -> bool:
+        """Queue ``room_id`` for archiving if it is a finished room that never was (it
+        ended before the archive existed); atomic, so only one node queues it."""
+        done = await self._queue_legacy(
+            keys=[room_key(room_id), ARCHIVE], args=[room_id, self.finished_ttl_ms]
+        )
+        return bool(int(done))
+
+    async def drop_archive_entry(self, entry_id: str) -> None:
+        """Acknowledge and delete an ``archive`` entry that names no finished room."""
+        await self.redis.xack(ARCHIVE, ARCHIVERS_GROUP, entry_id)
+        await self.redis.xdel(ARCHIVE, entry_id)
+
+    async def forget(self, room_id: str, version: int | None) -> bool:
+        """Delete what is left of a room that is gone (``version`` None) or still at
+        ``version``, and take it off the lobby; False if the room moved on meanwhile."""
+        done = await self._forget(
+            keys=[*_room_keys(room_id), LIVE],
+            args=[room_id, "" if version is None else version],
+        )
+        return bool(int(done))
+
+    # -- deadlines and heartbeats --------------------------------------------------------
+    async def due_rooms(self, now_ms: int, limit: int = DUE_BATCH) -> list[str]:
+        """Rooms whose clock deadline is at or before ``now_ms``, earliest first."""
+        ids: Any = await self.redis.zrangebyscore(DEADLINES, "-inf", now_ms, start=0, num=limit)
+        return list(ids)
+
+    async def drop_deadline(self, room_id: str) -> None:
+        """Take a room that is gone off ``deadlines``."""
+        await self.redis.zrem(DEADLINES, room_id)
+
+    async def heartbeat(self) -> int:
+        """Say this node is alive; its players count as connected while it is. Also
+        announce on NODE_DIED any node that stopped beating (once, whichever node finds
+        it), so the rooms followed elsewhere learn that its players are gone. Returns how
+        many it announced."""
+        dead = await self._node_beat(
+            keys=[keys.node_key(self.node), NODE_BEATS], args=[self.node, NODE_TTL_S, NODE_DIED]
+        )
+        return int(dead)
+
+
+async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:
+    """Create ``group`` on ``stream`` (and the stream) unless it exists."""
+    try:
+        await redis.xgroup_create(stream, group, id="0", mkstream=True)
+    except aioredis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
