@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
-
     from kibitz.server.archive.database import Archive
     from kibitz.server.config import NodeConfig
     from kibitz.server.fanout.hub import Hub
@@ -25,11 +23,12 @@ if TYPE_CHECKING:
     from kibitz.server.services.room_store import RoomStore
     from kibitz.server.services.rooms import RoomService
     from kibitz.server.services.seeks import Seeks
+    from kibitz.shared.bus.connect import AsyncClient
 
 STORE_KEY: web.AppKey[RoomStore] = web.AppKey("store")
 SERVICE_KEY: web.AppKey[RoomService] = web.AppKey("service")
 HUB_KEY: web.AppKey[Hub] = web.AppKey("hub")
-REDIS_KEY: web.AppKey[aioredis.Redis] = web.AppKey("redis")
+REDIS_KEY: web.AppKey[AsyncClient] = web.AppKey("redis")
 NODE_KEY = web.AppKey("node", str)
 #: The node's configuration (server/config.py), as it was built once.
 CONFIG_KEY: web.AppKey[NodeConfig] = web.AppKey("config")

@@ -53,7 +53,7 @@ from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
 from kibitz.server.services.seeks import SEEKS_CHANNEL, Seeks
 from kibitz.shared.bus.chat import ChatLog
-from kibitz.shared.bus.connect import command_client
+from kibitz.shared.bus.connect import command_client, ping
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.bus.lobby import SeekBoard
@@ -143,7 +143,7 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     redis = command_client(
         redis_url, config.redis_pool, config.redis_timeout_s, config.redis_pool_wait_s
     )
-    await redis.ping()
+    await ping(redis)
     lifetimes = lifetimes_of(config)
     store = RoomStore(redis, node, lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
     await store.heartbeat()

@@ -67,9 +67,10 @@ from kibitz.server.services.chat import settle_record_chat
 from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.chat import ChatLog
-from kibitz.shared.bus.consumer import AsyncClient, ConsumerPolicy, Entry, StreamConsumer
+from kibitz.shared.bus.connect import AsyncClient
+from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer
 from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
-from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP, LIVE, room_id_of, room_key
+from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP
 from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.bus.store import FINISHED_TTL_MS, WAITING_TTL_MS
 
@@ -286,16 +287,11 @@ class Archiver:
         never queued (they ended before the archive existed); the number queued."""
         if self._legacy_cursor is None:
             return 0
-        reply: Any = await self.redis.scan(
-            self._legacy_cursor, match=room_key("*"), count=LEGACY_SCAN, _type="HASH"
-        )
-        cursor, keys = reply
-        self._legacy_cursor = int(cursor) or None
+        cursor, room_ids = await self.store.scan_room_records(self._legacy_cursor, LEGACY_SCAN)
+        self._legacy_cursor = cursor or None
         queued = 0
-        for key in keys:
-            room_id = room_id_of(key)
-            is_record = room_id is not None and key == room_key(room_id)  # not its presence
-            if is_record and room_id and await self.store.queue_if_legacy(room_id):
+        for room_id in room_ids:
+            if await self.store.queue_if_legacy(room_id):
                 queued += 1
         if queued:
             log.info("queued %d rooms that ended before the archive existed", queued)
@@ -306,9 +302,7 @@ class Archiver:
         rooms it ended or forgot."""
         now = int(time.time() * 1000)
         oldest = self.lifetimes.shortest_ms()
-        ids: Any = await self.redis.zrangebyscore(
-            LIVE, "-inf", now - oldest, start=self._sweep_offset, num=SWEEP_BATCH
-        )
+        ids = await self.store.live_rooms_idle_since(now - oldest, self._sweep_offset, SWEEP_BATCH)
         # Go on from here next round, or start again at the oldest after the last page.
         self._sweep_offset = self._sweep_offset + len(ids) if len(ids) == SWEEP_BATCH else 0
         changed = 0
@@ -321,7 +315,7 @@ class Archiver:
             elif (
                 room.status == "waiting"
                 and now - room.updated_ms >= self.lifetimes.waiting_ttl_ms
-                and await self.redis.pttl(room_key(room_id)) < 0
+                and not await self.store.has_lifetime(room_id)
             ):
                 # Still here past its lifetime and no TTL: made before rooms had one.
                 changed += await self.store.forget(room_id, room.version)

@@ -19,8 +19,8 @@ import logging
 from prometheus_client import Counter
 
 from kibitz.server.services.rooms import RoomService
+from kibitz.shared.bus.connect import AsyncClient
 from kibitz.shared.bus.consumer import (
-    AsyncClient,
     ConsumerPolicy,
     Entry,
     StreamConsumer,

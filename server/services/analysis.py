@@ -50,7 +50,8 @@ from kibitz.shared.bus import analysis as bus
 from kibitz.shared.bus.analysis import AnalysisStore
 from kibitz.shared.bus.analysis import evals_key as evals_key  # re-exported: callers and tests
 from kibitz.shared.bus.analysis import meta_key as meta_key
-from kibitz.shared.bus.consumer import AsyncClient, ConsumerPolicy, Entry, StreamConsumer
+from kibitz.shared.bus.connect import AsyncClient
+from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer
 from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.games.policy import AnalysisScale as Scale
 from kibitz.shared.games.registry import policy_for

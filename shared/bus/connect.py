@@ -8,12 +8,20 @@ connection, on a fresh one) and which are not (a timeout: the command may have r
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
+import redis
 import redis.asyncio as aioredis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from kibitz.shared.bus.link import Address, LinkedRedis, RedisLink
+
+#: The clients the bus runs on, named here so that code outside the bus, which hands
+#: them over, never imports redis-py: a node's (asyncio) and a worker's (blocking).
+AsyncClient: TypeAlias = aioredis.Redis
+BlockingClient: TypeAlias = redis.Redis
 
 REDIS_TIMEOUT_S = 5.0  # a command's timeout
 REDIS_POOL_SIZE = 128  # Redis connections per node for commands (the listener has its own)
@@ -51,3 +59,8 @@ def command_client(
     )
     link = RedisLink(Address.from_url(redis_url), timeout_s, wait_s=wait_s)
     return LinkedRedis(pool, link)
+
+
+async def ping(client: AsyncClient) -> None:
+    """Check that Redis answers (raises the bus's errors if it does not)."""
+    await client.ping()

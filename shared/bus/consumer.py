@@ -38,19 +38,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal
 
-import redis
-import redis.asyncio as aioredis
-
+from kibitz.shared.bus.connect import AsyncClient, BlockingClient
 from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
 
 log = logging.getLogger(__name__)
 
-#: The clients the bus runs on, named here so that code outside the bus, which hands
-#: them over, never imports redis-py: a node's (asyncio) and a worker's (blocking).
-AsyncClient: TypeAlias = aioredis.Redis
-BlockingClient: TypeAlias = redis.Redis
 
 #: Failures that are not an entry's fault: the entry stays pending and is tried again.
 TRANSIENT: tuple[type[BaseException], ...] = (BusConnectionError, BusTimeoutError, OSError)

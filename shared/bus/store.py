@@ -81,6 +81,7 @@ from kibitz.shared.bus.keys import (
     chat_key,
     events_key,
     presence_key,
+    room_id_of,
     room_key,
 )
 from kibitz.shared.bus.keys import room_channel as channel
@@ -538,10 +539,27 @@ class RoomStore:
         )
         return bool(int(done))
 
-    async def drop_archive_entry(self, entry_id: str) -> None:
-        """Acknowledge and delete an ``archive`` entry that names no finished room."""
-        await self.redis.xack(ARCHIVE, ARCHIVERS_GROUP, entry_id)
-        await self.redis.xdel(ARCHIVE, entry_id)
+    async def scan_room_records(self, cursor: int, count: int) -> tuple[int, list[str]]:
+        """One ``SCAN`` step over room records (not their events, presence or chat): the
+        next cursor (0 when the pass is over) and the ids of the rooms seen."""
+        reply: Any = await self.redis.scan(cursor, match=room_key("*"), count=count, _type="HASH")
+        next_cursor, found = reply
+        ids = [room_id_of(key) for key in found]
+        return int(next_cursor), [
+            room_id for room_id, key in zip(ids, found, strict=True)
+            if room_id and key == room_key(room_id)
+        ]  # fmt: skip
+
+    async def live_rooms_idle_since(self, before_ms: int, offset: int, count: int) -> list[str]:
+        """Lobby entries last changed before ``before_ms``, oldest first, one page."""
+        ids: Any = await self.redis.zrangebyscore(
+            LIVE, "-inf", before_ms, start=offset, num=count
+        )
+        return list(ids)
+
+    async def has_lifetime(self, room_id: str) -> bool:
+        """Whether the room's record has a TTL (False also when it is gone)."""
+        return int(await self.redis.pttl(room_key(room_id))) >= 0
 
     async def forget(self, room_id: str, version: int | None) -> bool:
         """Delete what is left of a room that is gone (``version`` None) or still at
