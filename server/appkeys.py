@@ -18,12 +18,15 @@ if TYPE_CHECKING:
     from kibitz.server.fanout.hub import Hub
     from kibitz.server.loops.supervisor import Supervisor
     from kibitz.server.metrics import Metrics
+    from kibitz.server.services.analysis import AnalysisQueue
     from kibitz.server.services.chat import ChatStore
     from kibitz.server.services.limits import AddressLimiter, Limits
     from kibitz.server.services.room_store import RoomStore
     from kibitz.server.services.rooms import RoomService
     from kibitz.server.services.seeks import Seeks
+    from kibitz.shared.bus.chat import ChatLog
     from kibitz.shared.bus.connect import AsyncClient
+    from kibitz.shared.bus.lobby import LiveRooms
 
 STORE_KEY: web.AppKey[RoomStore] = web.AppKey("store")
 SERVICE_KEY: web.AppKey[RoomService] = web.AppKey("service")
@@ -45,6 +48,12 @@ LIMITER_KEY: web.AppKey[AddressLimiter] = web.AppKey("limiter")
 ARCHIVE_KEY: web.AppKey[Archive] = web.AppKey("archive")
 #: Room chat lists (see server/services/chat.py).
 CHAT_KEY: web.AppKey[ChatStore] = web.AppKey("chat")
+#: The bus's chat lists, which ``CHAT_KEY`` writes through and game records read.
+CHAT_LOG_KEY: web.AppKey[ChatLog] = web.AppKey("chat_log")
+#: The bus's reader of the live-rooms index (``GET /api/rooms``).
+LIVE_ROOMS_KEY: web.AppKey[LiveRooms] = web.AppKey("live_rooms")
+#: Analyses asked for and under way (``/api/games/{id}/analysis``).
+ANALYSIS_KEY: web.AppKey[AnalysisQueue] = web.AppKey("analysis")
 #: Seeks and the lobby (see server/services/seeks.py).
 SEEKS_KEY: web.AppKey[Seeks] = web.AppKey("seeks")
 #: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).

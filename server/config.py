@@ -158,8 +158,8 @@ class NodeConfig:
         "KIBITZ_HEAD_TIMEOUT", 0, 3600,
     )  # fmt: skip
     slow_client_s: float = setting(
-        10.0, "a client whose frame waited this long to be written is dropped (read by "
-        "server/fanout/connection.py at import)", None, "KIBITZ_SLOW_CLIENT_S", 0, 3600,
+        10.0, "a client whose frame waited this long to be written is dropped (tests)",
+        None, "KIBITZ_SLOW_CLIENT_S", 0, 3600,
     )  # fmt: skip
     # -- the node's own resources
     redis_pool: int = setting(

@@ -3,9 +3,10 @@
 It decides what a node is made of and in what order: every part is built once at start-up
 (the archive, the Redis client, the room store and service, the per-address limiter, the
 hub, chat, seeks), put under its key (server/appkeys.py), and every long-running loop is
-started under the node's one supervisor (server/loops/supervisor.py); on shutdown the
-clients are drained, the loops stopped in the reverse order, then Redis and the archive
-closed. The routes come from their modules (server/http/, server/gateway/admission.py).
+started under the node's one supervisor (server/loops/supervisor.py), with the restart
+parameters of ``RESTARTS`` where its timing matters; on shutdown the clients are drained,
+the loops stopped in the reverse order, then Redis and the archive closed. The routes come
+from their modules (server/http/, server/gateway/admission.py).
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import uuid
 from aiohttp import web
 
 from kibitz.server.appkeys import (
+    ANALYSIS_KEY,
     ARCHIVE_KEY,
     CHAT_KEY,
+    CHAT_LOG_KEY,
     CONFIG_KEY,
     HUB_KEY,
     LIMITER_KEY,
     LIMITS_KEY,
     LISTENING_ORIGINS_KEY,
+    LIVE_ROOMS_KEY,
     METRICS_KEY,
     NODE_KEY,
     REDIS_KEY,
@@ -39,6 +43,7 @@ from kibitz.server.appkeys import (
 from kibitz.server.archive.database import Archive, display_url
 from kibitz.server.config import NodeConfig
 from kibitz.server.fanout.hub import Hub
+from kibitz.server.fanout.listener import BACKOFF_MAX_S, BACKOFF_MIN_S, PROBE_S
 from kibitz.server.gateway import admission
 from kibitz.server.http import games, metrics, rooms, static, status
 from kibitz.server.loops.archiver import Archiver, Lifetimes
@@ -46,18 +51,17 @@ from kibitz.server.loops.deadlines import DeadlineSweeper
 from kibitz.server.loops.results import ResultsConsumer
 from kibitz.server.loops.supervisor import Backoff, Supervisor
 from kibitz.server.metrics import Metrics
-from kibitz.server.services.analysis import AnalysisCollector
+from kibitz.server.services.analysis import AnalysisCollector, AnalysisQueue
 from kibitz.server.services.chat import ChatStore
 from kibitz.server.services.limits import AddressLimiter, Limits
 from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
-from kibitz.server.services.seeks import SEEKS_CHANNEL, Seeks
+from kibitz.server.services.seeks import PUSH_INTERVAL_S, Seeks
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import command_client, ping
-from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.keys import SEEKS_CHANNEL
 from kibitz.shared.bus.limits import AddressCounters
-from kibitz.shared.bus.lobby import SeekBoard
-from kibitz.shared.bus.stopping import raise_if_stopping
+from kibitz.shared.bus.lobby import LiveRooms, SeekBoard
 from kibitz.shared.bus.store import HEARTBEAT_S
 
 log = logging.getLogger(__name__)
@@ -76,6 +80,27 @@ def lifetimes_of(config: NodeConfig) -> Lifetimes:
         abandon_after_ms=int(config.abandon_after_s * 1000),
         abandon_ai_after_ms=int(config.abandon_ai_after_s * 1000),
     )
+
+
+#: How each loop whose timing matters is started again after a failure (the one policy
+#: of server/loops/supervisor.py; the others take the config's ``loop_backoff_*``): all
+#: of these talk to Redis, and must be back soon after it is.
+RESTARTS: dict[str, Backoff] = {
+    # Re-subscribe quickly (an attempt that fails on a frozen Redis takes 5 s, so a run
+    # is healthy only past the default 60 s: the log is not told of each attempt).
+    "fanout-listener": Backoff(BACKOFF_MIN_S, BACKOFF_MAX_S),
+    # The listener hears a probe every PROBE_S or thinks its subscription dead.
+    "fanout-probe": Backoff(PROBE_S / 2, PROBE_S),
+    # A beat within 2 s of Redis answering: never past the TTL while Redis is there.
+    "heartbeat": Backoff(0.2, 2.0),
+    # AI moves, flags and the lobby soon after Redis is back.
+    "results": Backoff(0.2, 2.0),
+    "deadlines": Backoff(0.1, 1.0),
+    "lobby": Backoff(PUSH_INTERVAL_S, 2.0),
+    # Finished games and analyses: their entries wait, pending, in Redis meanwhile.
+    "archiver": Backoff(0.5, 5.0),
+    "analysis": Backoff(0.5, 5.0),
+}
 
 
 def supervisor_of(config: NodeConfig, metrics: Metrics) -> Supervisor:
@@ -156,14 +181,19 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     await service.sync_clock()
     app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY] = redis, store, service
     app[LIMITER_KEY] = limiter
-    app[CHAT_KEY] = ChatStore(ChatLog(redis))
+    app[CHAT_LOG_KEY] = chat_log = ChatLog(redis)
+    app[CHAT_KEY] = ChatStore(chat_log)
+    app[LIVE_ROOMS_KEY] = LiveRooms(redis)
+    app[ANALYSIS_KEY] = AnalysisQueue(redis)
     app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node)
-    app[HUB_KEY] = hub = Hub(redis.link.address, service, node)
+    app[HUB_KEY] = hub = Hub(redis.link.address, service, node, config.slow_client_s)
     hub.channels[SEEKS_CHANNEL] = seeks.on_event
     supervisor = app[SUPERVISOR_KEY]
-    await hub.start(supervisor.start)
+    await hub.start(lambda name, body: supervisor.start(name, body, RESTARTS.get(name)))
     m = app[METRICS_KEY]
-    archiver = Archiver(redis, service, archive, node, lifetimes, config.archive_delay_ms / 1000)
+    archiver = Archiver(
+        redis, service, archive, chat_log, node, lifetimes, config.archive_delay_ms / 1000
+    )
     loops = {
         "results": ResultsConsumer(redis, service, node, m.ai_moves, m.fallback_moves).run,
         "heartbeat": lambda: heartbeat(store),
@@ -173,19 +203,17 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
         "analysis": AnalysisCollector(redis, archive, node).run,
     }
     for name, body in loops.items():
-        supervisor.start(name, body)
+        supervisor.start(name, body, RESTARTS.get(name))
 
 
 async def heartbeat(store: RoomStore, every_s: float = HEARTBEAT_S) -> None:
-    """The node's heartbeat, which keeps its players counted as connected. A beat that
-    fails is logged and the next one comes ``every_s`` later, as a live node's would."""
+    """The node's heartbeat, which keeps its players counted as connected: a beat at
+    once, then one every ``every_s``. A beat that fails raises to the supervisor, which
+    starts this again within ``RESTARTS["heartbeat"].cap_s``: once Redis answers again the
+    node beats well inside its TTL (``NODE_TTL_S``)."""
     while True:
+        await store.heartbeat()
         await asyncio.sleep(every_s)
-        try:
-            await store.heartbeat()
-        except (BusError, OSError) as exc:
-            raise_if_stopping()
-            log.warning("heartbeat failed: %s", exc)
 
 
 async def drain(app: web.Application) -> None:

@@ -1,16 +1,17 @@
 """Finished games in a real database: SQLite by default, PostgreSQL for a cluster.
 
-One table, ``games``: the game record as JSON (:mod:`kibitz.server.domain.records`) plus the
+The table ``games``: the game record as JSON (:mod:`kibitz.server.domain.records`) plus the
 columns we look games up by, each indexed together with the listing order
 (``ended_ms`` then ``id``, newest first), so listing a player's or a game's records is
-an index scan. The schema is versioned with Alembic (``kibitz/server/migrations``) and
+an index scan. The schema is versioned with Alembic (``server/archive/migrations``) and
 brought to the newest revision when the archive is opened.
 
 - ``save(record)``: insert, or replace the row with the same id (idempotent: saving
   the same game twice leaves one row);
 - ``get(id)``: the record, or None;
 - ``list(player=, game=, limit=, before=)``: newest first, one page and an opaque
-  cursor for the next one;
+  cursor for the next one (the (ended ms, id) of the page's last game, written by
+  :mod:`kibitz.server.domain.cursor`);
 - ``save_analysis(analysis)`` / ``get_analysis(id)`` / ``delete_analysis(id)``: a game's
   analysis (``server/services/analysis.py``), one row per game in the table ``analyses``.
 
@@ -21,10 +22,7 @@ drivers (aiosqlite, asyncpg); URLs that already name a driver are taken as they 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from kibitz.server.domain.cursor import ARCHIVE_ID, Cursor, decode_cursor
 from kibitz.shared import fastjson
 
 log = logging.getLogger(__name__)
@@ -95,21 +94,13 @@ class Page(NamedTuple):
     cursor: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Cursor:
-    ended_ms: int
-    id: str
-
-    def encode(self) -> str:
-        return base64.urlsafe_b64encode(f"{self.ended_ms}:{self.id}".encode()).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> _Cursor:
-        try:
-            ended, _, game_id = base64.urlsafe_b64decode(text.encode()).decode().partition(":")
-            return cls(int(ended), game_id)
-        except (ValueError, binascii.Error, UnicodeError):
-            raise ArchiveError(f"not a cursor from this archive: {text!r}") from None
+def _cursor(text: str) -> Cursor:
+    """The (ended ms, id) a page's cursor names (:mod:`kibitz.server.domain.cursor`);
+    ArchiveError if it is not a cursor of ours."""
+    cursor = decode_cursor(text, ARCHIVE_ID)
+    if cursor is None:
+        raise ArchiveError(f"not a cursor from this archive: {text[:80]!r}")
+    return cursor
 
 
 def async_url(url: str) -> str:
@@ -284,7 +275,7 @@ class Archive:
         """
         if not 1 <= limit <= MAX_PAGE:
             raise ArchiveError(f"limit must be 1 to {MAX_PAGE}, not {limit}")
-        cursor = _Cursor.decode(before) if before else None
+        cursor = _cursor(before) if before else None
 
         def page(seat_column: sa.Column[Any] | None) -> sa.Select[Any]:
             query = sa.select(games.c.record, games.c.ended_ms, games.c.id)
@@ -295,8 +286,8 @@ class Archive:
             if cursor is not None:
                 query = query.where(
                     sa.or_(
-                        games.c.ended_ms < cursor.ended_ms,
-                        sa.and_(games.c.ended_ms == cursor.ended_ms, games.c.id < cursor.id),
+                        games.c.ended_ms < cursor.ms,
+                        sa.and_(games.c.ended_ms == cursor.ms, games.c.id < cursor.id),
                     )
                 )
             return query.order_by(games.c.ended_ms.desc(), games.c.id.desc()).limit(limit + 1)
@@ -314,7 +305,7 @@ class Archive:
         next_cursor = None
         if more and ordered:
             last_id, (last_ended, _) = ordered[-1]
-            next_cursor = _Cursor(last_ended, last_id).encode()
+            next_cursor = Cursor(last_ended, last_id).encode()
         return Page([record for _, (_, record) in ordered], next_cursor)
 
 

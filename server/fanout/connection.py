@@ -3,12 +3,13 @@
 Decides when a client is too slow and dropped: sends never wait on a client; each
 connection's frames wait in its socket's transport buffer (or, with per-message deflate,
 in a queue drained by its own writer task), bounded by bytes (``MAX_QUEUED_BYTES``) and
-by how long the oldest has waited (``MAX_BEHIND_S``); a client past either bound is
-closed with 1013 and can reconnect and resume. Replies to a client's own requests never
-overflow it: the session reads the client's next request only once its queue has drained
-below ``SOFT_QUEUED_BYTES`` (:meth:`Connection.drained`). Also decides which versions of a
-room a client is sent (never an older one, the same one again only to resync or for
-presence) and when a draining node may close it (no request under way).
+by how long the oldest has waited (``max_behind_s``: the node config's
+``slow_client_s``, 10 s); a client past either bound is closed with 1013 and can reconnect
+and resume. Replies to a client's own requests never overflow it: the session reads the
+client's next request only once its queue has drained below ``SOFT_QUEUED_BYTES``
+(:meth:`Connection.drained`). Also decides which versions of a room a client is sent
+(never an older one, the same one again only to resync or for presence) and when a
+draining node may close it (no request under way).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from typing import Any, Protocol
 
@@ -30,9 +30,10 @@ log = logging.getLogger(__name__)
 
 #: A client is too slow, and dropped, when this many bytes wait to be sent to it...
 MAX_QUEUED_BYTES = 4 * 1024 * 1024
-#: ...or when a frame has waited this long to be written to its socket
-#: (``KIBITZ_SLOW_CLIENT_S`` sets it, for tests).
-MAX_BEHIND_S = float(os.environ.get("KIBITZ_SLOW_CLIENT_S") or 10.0)
+#: ...or when a frame has waited this long to be written to its socket (the default of
+#: :attr:`Connection.max_behind_s`; the node sets each connection's from its config's
+#: ``slow_client_s``, ``KIBITZ_SLOW_CLIENT_S``, through the hub).
+MAX_BEHIND_S = 10.0
 #: A client dropped for not reading gets its 1013 close frame after the whole frames
 #: queued before it; it has this long to read them before its connection is cut.
 SLOW_CLOSE_GRACE_S = 10.0
@@ -69,8 +70,8 @@ class Connection:
     bytes are handed to every follower, with no task or copy per connection. With
     per-message deflate negotiated, frames go through a queue and the socket's own
     ``send_frame`` (it compresses per connection). Either way the bounds are the same: a
-    client with more than MAX_QUEUED_BYTES waiting, or behind for more than MAX_BEHIND_S,
-    is dropped.
+    client with more than MAX_QUEUED_BYTES waiting, or behind for more than
+    ``max_behind_s``, is dropped.
     """
 
     def __init__(
@@ -108,6 +109,8 @@ class Connection:
         self._idle_waiter: asyncio.Future[None] | None = None
         #: Round trips of the server's pings, kept while the connection holds a seat.
         self.lag: LagTracker | None = None
+        #: A frame waiting this long to be written drops the client (Hub.add sets it).
+        self.max_behind_s = MAX_BEHIND_S
 
     @property
     def seated(self) -> bool:
@@ -136,7 +139,7 @@ class Connection:
     def send_frame(self, frame: bytes) -> None:
         """Queue a message already encoded in this client's codec; never blocks. Drops the
         client if it is too slow: more than MAX_QUEUED_BYTES waiting, or a frame waiting
-        more than MAX_BEHIND_S for the socket."""
+        more than ``max_behind_s`` for the socket."""
         if self.direct is not None:
             self._write_direct(ws_frame(frame, self.opcode))
             return
@@ -144,7 +147,7 @@ class Connection:
             return
         now = time.monotonic()
         if self._frames and (
-            now - self._frames[0][1] > MAX_BEHIND_S
+            now - self._frames[0][1] > self.max_behind_s
             or self.queued_bytes + len(frame) > MAX_QUEUED_BYTES
         ):
             log.warning(
@@ -169,7 +172,7 @@ class Connection:
         if waiting == 0:
             self._behind_since = None
         behind = now - self._behind_since if self._behind_since is not None else 0.0
-        if behind > MAX_BEHIND_S or waiting + len(wire) > MAX_QUEUED_BYTES:
+        if behind > self.max_behind_s or waiting + len(wire) > MAX_QUEUED_BYTES:
             log.warning("dropping a slow client (%d bytes queued, %.1f s behind)",
                         waiting, behind)  # fmt: skip
             self.abort(CLOSE_SLOW, b"too slow")
@@ -188,7 +191,7 @@ class Connection:
     async def drained(self) -> bool:
         """Wait until no more than SOFT_QUEUED_BYTES wait to be sent (the session calls
         this before reading the client's next request). False, with the client dropped,
-        if it has not read enough within MAX_BEHIND_S."""
+        if it has not read enough within ``max_behind_s``."""
         if self.waiting_bytes <= SOFT_QUEUED_BYTES:
             return True
         if self.direct is not None:
@@ -197,7 +200,7 @@ class Connection:
             return False
         self._drain_waiter = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(self._drain_waiter, timeout=MAX_BEHIND_S)
+            await asyncio.wait_for(self._drain_waiter, timeout=self.max_behind_s)
         except TimeoutError:
             log.warning("dropping a client that stopped reading (%d bytes queued)",
                         self.queued_bytes)  # fmt: skip
@@ -210,7 +213,7 @@ class Connection:
     async def _direct_drained(self) -> bool:
         # The transport has no "drained" callback of its own to wait on (aiohttp's
         # protocol owns it): look every 10 ms while a client is this far behind (rare).
-        deadline = time.monotonic() + MAX_BEHIND_S
+        deadline = time.monotonic() + self.max_behind_s
         while self.waiting_bytes > SOFT_QUEUED_BYTES and not self.closing:
             if time.monotonic() > deadline:
                 log.warning("dropping a client that stopped reading (%d bytes queued)",

@@ -34,19 +34,17 @@ from typing import Any
 
 from aiohttp import WSCloseCode
 
-from kibitz.server.fanout.connection import Connection
+from kibitz.server.fanout.connection import MAX_BEHIND_S, Connection
 from kibitz.server.fanout.followers import Followers
 from kibitz.server.fanout.lag import PING_CHECK_S, PING_INTERVAL_S
 from kibitz.server.fanout.listener import PROBE_S, Listener
 from kibitz.server.fanout.presence import ABSENT, Presence
 from kibitz.server.fanout.resync import Resync
-from kibitz.server.fanout.tasks import TaskSet, why
+from kibitz.server.fanout.tasks import TaskSet
 from kibitz.server.services.rooms import RoomService
-from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.fanout import FanoutBus
 from kibitz.shared.bus.keys import NODE_DIED
 from kibitz.shared.bus.link import Address
-from kibitz.shared.bus.stopping import raise_if_stopping
 
 log = logging.getLogger(__name__)
 #: Runs one named loop for as long as the node runs (the supervisor's ``start``).
@@ -69,8 +67,17 @@ class Hub:
     False while the subscription is down or has gone quiet (``/healthz`` answers 503).
     """
 
-    def __init__(self, address: Address, service: RoomService, node: str = "local") -> None:
+    def __init__(
+        self,
+        address: Address,
+        service: RoomService,
+        node: str = "local",
+        slow_client_s: float = MAX_BEHIND_S,
+    ) -> None:
         self.address = address  # where the listener subscribes, on a connection of its own
+        #: A client whose frames wait this long is dropped (connection.py; the node
+        #: config's ``slow_client_s``), set on each connection as it is added.
+        self.slow_client_s = slow_client_s
         self.service = service
         self.store = service.store
         self.bus = FanoutBus.of(service.store, address, node)
@@ -126,11 +133,10 @@ class Hub:
 
     # -- life ------------------------------------------------------------------------------
 
-    async def start(self, spawn: Spawn | None = None) -> None:
-        """Start the listener, the probe, the unsubscriber and the pings; return once the
-        first subscription is live (``TimeoutError`` after START_S). ``spawn(name, body)``
-        runs each loop (the node's supervisor, server/loops/supervisor.py); without it the
-        hub keeps them itself."""
+    async def start(self, spawn: Spawn) -> None:
+        """Start the listener, the probe, the unsubscriber and the pings, each as a loop
+        of the node's supervisor (``spawn(name, body)``, server/loops/supervisor.py);
+        return once the first subscription is live (``TimeoutError`` after START_S)."""
         loops: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
             "fanout-listener": self.listener.listen,
             "fanout-probe": self._probe,
@@ -138,10 +144,7 @@ class Hub:
             "fanout-pings": self._ping_seated,
         }
         for name, body in loops.items():
-            if spawn is None:
-                self.tasks.keep(body())
-            else:
-                spawn(name, body)
+            spawn(name, body)
         await asyncio.wait_for(self.listener.ready.wait(), timeout=START_S)
 
     async def drain(self, timeout: float = DRAIN_S) -> None:
@@ -174,6 +177,8 @@ class Hub:
     # -- connections and the rooms they follow --------------------------------------------
 
     def add(self, conn: Connection) -> None:
+        """A client is open (before anything is sent to it): followed from now on."""
+        conn.max_behind_s = self.slow_client_s
         self.connections.add(conn)
 
     async def remove(self, conn: Connection) -> None:
@@ -231,15 +236,12 @@ class Hub:
 
     async def _probe(self) -> None:
         """Publish the liveness probe the listener must hear back (listener.py); while
-        Redis answers, also pay back the departures it could not be told of."""
+        Redis answers, also pay back the departures it could not be told of. A failure
+        raises to the supervisor, which starts this again within about PROBE_S."""
         while True:
-            try:
-                await self.bus.publish_probe()
-                if self.presence.owed_leaves:
-                    await self.presence.pay_owed_leaves()
-            except (BusError, OSError) as exc:
-                raise_if_stopping()
-                log.debug("liveness probe not sent: %s", why(exc))
+            await self.bus.publish_probe()
+            if self.presence.owed_leaves:
+                await self.presence.pay_owed_leaves()
             await asyncio.sleep(PROBE_S)
 
     async def _ping_seated(self) -> None:
@@ -265,5 +267,5 @@ class Hub:
                     async with asyncio.timeout(PING_INTERVAL_S):
                         await conn.ws.ping(lag.ping_payload(now))
                 except (ConnectionError, RuntimeError, TimeoutError):
-                    continue
+                    continue  # one client's socket, not the loop's failure: the next one
             await asyncio.sleep(PING_CHECK_S)

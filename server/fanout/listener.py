@@ -7,15 +7,16 @@ returns only once Redis has confirmed the subscription, so whatever the caller t
 reads of the room, no later update can be missed.
 
 The listener is supervised: any error, or a subscription that has gone quiet, makes it
-drop the connection and subscribe again with backoff. Quiet is detected with a round
-trip: every ``PROBE_S`` the node publishes a probe on a channel of its own through the
-command connection (hub.py), and the listener must hear it back within ``STALE_S``; any
-message heard counts as a sign of life (a busy node is not a deaf one). A frozen Redis or
-a dead TCP path therefore shows within seconds, as ``healthy`` turning False (``/healthz``
-answers 503). Events published while the subscription was down were missed, so every
-re-subscription includes every followed room, and once it is live (its own probe heard
-back, which follows the rooms' SUBSCRIBE on the same connection) the owner's
-``resync_all`` is called (resync.py).
+drop the connection and raise, and the node's supervisor (server/loops/supervisor.py)
+starts it again with backoff, from ``BACKOFF_MIN_S`` to ``BACKOFF_MAX_S``. Quiet is
+detected with a round trip: every ``PROBE_S`` the node publishes a probe on a channel of
+its own through the command connection (hub.py), and the listener must hear it back
+within ``STALE_S``; any message heard counts as a sign of life (a busy node is not a deaf
+one). A frozen Redis or a dead TCP path therefore shows within seconds, as ``healthy``
+turning False (``/healthz`` answers 503). Events published while the subscription was
+down were missed, so every re-subscription includes every followed room, and once it is
+live (its own probe heard back, which follows the rooms' SUBSCRIBE on the same
+connection) the owner's ``resync_all`` is called (resync.py).
 """
 
 from __future__ import annotations
@@ -23,18 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Callable
 
 from kibitz.server.fanout.followers import Followers
-from kibitz.server.fanout.tasks import why
 from kibitz.shared.bus.errors import BusConnectionError, BusError
 from kibitz.shared.bus.fanout import FanoutBus
 from kibitz.shared.bus.keys import room_channel as channel
 from kibitz.shared.bus.link import Subscription
-from kibitz.shared.bus.stopping import raise_if_stopping
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +40,8 @@ PROBE_S = 1.0  # how often the listener's liveness probe is published
 STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
 POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
 SUBSCRIBE_TIMEOUT_S = 5.0
-BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # a refused connect costs Redis next to nothing
+#: The listener's restarts (server/node.py): a refused connect costs Redis next to nothing.
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0
 SUBSCRIBE_BATCH = 500  # channels per SUBSCRIBE/UNSUBSCRIBE command
 
 
@@ -182,33 +181,23 @@ class Listener:
         self._confirms.clear()
 
     async def listen(self) -> None:
-        """Subscribe, listen, and on any failure start again, for as long as the node runs."""
-        delay = BACKOFF_MIN_S
-        while True:
-            pubsub: Subscription | None = None
-            try:
-                pubsub = await self.bus.subscribe(SUBSCRIBE_TIMEOUT_S)
-                self._begin(pubsub)
-                self._subscribe_all(pubsub)
-                with contextlib.suppress(BusError, OSError):
-                    await self.bus.publish_probe()  # no need to wait for the next
-                await self._receive(pubsub)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # whatever broke, the cure is a fresh subscription
-                raise_if_stopping()
-                if self._subscribed:
-                    log.warning("fan-out listener lost (%s); subscribing again", why(exc))
-                    delay = BACKOFF_MIN_S  # it was live: start the backoff afresh
-                else:
-                    log.info("fan-out listener not up (%s); retrying", why(exc))
-            finally:
-                self._subscribed = False
-                self._end()
-                if pubsub is not None:
-                    pubsub.close()
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(BACKOFF_MAX_S, delay * 2)
+        """Subscribe and listen until the subscription fails or goes quiet, then raise:
+        the node's supervisor starts this again with backoff (server/node.py gives the
+        listener its own, quick, parameters), and the fresh subscription re-syncs."""
+        pubsub: Subscription | None = None
+        try:
+            pubsub = await self.bus.subscribe(SUBSCRIBE_TIMEOUT_S)
+            self._begin(pubsub)
+            self._subscribe_all(pubsub)
+            # Not a retry: a probe that fails here is published again within PROBE_S.
+            with contextlib.suppress(BusError, OSError):
+                await self.bus.publish_probe()  # no need to wait for the next
+            await self._receive(pubsub)
+        finally:
+            self._subscribed = False
+            self._end()
+            if pubsub is not None:
+                pubsub.close()
 
     def _subscribe_all(self, pubsub: Subscription) -> None:
         """Every followed room first; the probe's channel last, so hearing the probe

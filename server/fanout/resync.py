@@ -5,26 +5,33 @@ followed here is read from Redis, in batches of ``RESYNC_BATCH``, and sent to it
 followers as Redis holds it now, whatever they saw (forced: after a Redis restart that
 lost its last second of writes, the truth may be an older version than a client has
 seen, and the client must get it), after this node's presence counts for the room are
-written whole. That repair is retried with backoff until it succeeds. A single room whose
-subscription was confirmed late is repaired once, when the confirmation comes.
+written whole. That repair is retried with the node loops' one backoff policy
+(server/loops/supervisor.py) until it succeeds, ``MAX_TRIES`` times at most (about as many
+seconds; a subscription that stays live so long with Redis failing is lost soon, and the
+next one resyncs again). A single room whose subscription was confirmed late is repaired
+once, when the confirmation comes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 from kibitz.server.fanout.followers import Followers, players_first
 from kibitz.server.fanout.frames import StateFrames
 from kibitz.server.fanout.presence import RESYNC_BATCH, Presence
 from kibitz.server.fanout.tasks import TaskSet, why
+from kibitz.server.loops.supervisor import Backoff
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.stopping import raise_if_stopping
 
 log = logging.getLogger(__name__)
 
-BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0  # between attempts at a whole resync
+#: Between attempts at a whole resync, and how many at most.
+RETRIES = Backoff(first_s=0.1, cap_s=1.0)
+MAX_TRIES = 120
 
 
 class Resync:
@@ -54,16 +61,16 @@ class Resync:
             log.warning("resync of %s failed: %s", room_id, why(exc))
 
     async def _all_until_done(self) -> None:
-        delay = BACKOFF_MIN_S
-        while True:
+        # A task of its own, not a node loop: it ends once done (see the module doc).
+        for tries in range(1, MAX_TRIES + 1):
             try:
                 await self._all()
                 return
             except (BusError, OSError) as exc:
                 raise_if_stopping()
                 log.warning("resync failed (%s); retrying", why(exc))
-                await asyncio.sleep(delay)
-                delay = min(BACKOFF_MAX_S, delay * 2)
+                await asyncio.sleep(RETRIES.delay(tries, random.random()))
+        log.error("resync given up after %d tries; the next re-subscription resyncs", MAX_TRIES)
 
     async def _all(self) -> None:
         """Send every followed room as Redis holds it now, in bounded batches."""

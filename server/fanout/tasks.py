@@ -21,10 +21,6 @@ class TaskSet:
     def __init__(self) -> None:
         self.tasks: list[asyncio.Task[None]] = []
 
-    def keep(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        """Run ``coroutine`` for as long as the hub runs."""
-        self.tasks.append(asyncio.create_task(coroutine))
-
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run ``coroutine`` once, in the background."""
         task = asyncio.create_task(coroutine)

@@ -404,13 +404,13 @@ class EdgeSocket(asyncio.Protocol):
         self.edge.sockets.discard(self)
         self._end_session(close=False)
 
-    def pause_writing(self) -> None:  # the hub watches the transport's buffer itself
+    def pause_writing(self) -> None:  # the Connection watches the transport's buffer itself
         pass
 
     def resume_writing(self) -> None:
         pass
 
-    # -- hub.Socket: what a Connection writes to (as aiohttp's WebSocketResponse has) --
+    # -- fanout.connection.Socket: what a Connection writes to (as aiohttp's WebSocketResponse has)
 
     @property
     def closed(self) -> bool:
@@ -424,7 +424,7 @@ class EdgeSocket(asyncio.Protocol):
         self, message: bytes, opcode: WSMsgType, compress: int | None = None
     ) -> None:
         """A message compressed for this connection (the shared, uncompressed frames are
-        written to the transport by the hub itself)."""
+        written to the transport by server/fanout/connection.py itself)."""
         ws = self.ws
         if ws is None or ws.state is not State.OPEN:
             raise ConnectionResetError("the WebSocket is closed")

@@ -1,9 +1,10 @@
 """Who a client is at the edge: the address the per-address limits count, and the origins
 that may open a WebSocket.
 
-The limits themselves (:class:`Limits`) and their counting (:class:`AddressLimiter`: the
-connections here at admission, the room budget in the room service) live in
-:mod:`kibitz.server.services.limits`, named here too for the gateway's callers.
+The limits themselves (:class:`~kibitz.server.services.limits.Limits`) and their counting
+(:class:`~kibitz.server.services.limits.AddressLimiter`: the connections here at
+admission, the room budget in the room service) are decided in
+:mod:`kibitz.server.services.limits`.
 """
 
 from __future__ import annotations
@@ -11,21 +12,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from urllib.parse import urlsplit
-
-from kibitz.server.services.limits import CREATES_WINDOW_MS, AddressLimiter, LimitExceeded, Limits
-
-__all__ = [
-    "CREATES_WINDOW_MS",
-    "AddressLimiter",
-    "LimitExceeded",
-    "Limits",
-    "address_group",
-    "client_address",
-    "listening_origins",
-    "normal_origin",
-    "origin_allowed",
-    "parse_origin",
-]
 
 
 def client_address(

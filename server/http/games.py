@@ -6,9 +6,9 @@ A game has one URL, ``/api/games/{id}``, for its whole life: while Redis holds t
 database, :class:`kibitz.server.archive.database.Archive`). The record's shape is in
 docs/protocol.md.
 
-``GET /api/games`` without parameters still answers the catalogue of game kinds (as it did
-before games were archived); with any of ``player``, ``game``, ``limit`` or ``before`` it
-lists played games, newest first, a page at a time.
+``GET /api/games`` without parameters answers the catalogue of game kinds; with any of
+``player``, ``game``, ``limit`` or ``before`` it lists played games, newest first, a page
+at a time (the cursor: :mod:`kibitz.server.domain.cursor`).
 
 ``POST /api/games/{id}/analysis`` asks the worker pool to analyse a finished game and
 ``GET /api/games/{id}/analysis`` reads the analysis, under way or stored
@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kibitz.server.appkeys import ARCHIVE_KEY, LIMITS_KEY, REDIS_KEY, SERVICE_KEY
+from kibitz.server.appkeys import ANALYSIS_KEY, ARCHIVE_KEY, CHAT_LOG_KEY, LIMITS_KEY, SERVICE_KEY
 from kibitz.server.archive.database import ArchiveError
 from kibitz.server.domain import export
 from kibitz.server.domain.records import record_of
@@ -32,7 +32,6 @@ from kibitz.server.gateway.limits import client_address
 from kibitz.server.http import query
 from kibitz.server.services import analysis
 from kibitz.server.services.chat import record_chat
-from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.games import available_games, find_game
 from kibitz.shared.protocol.client_out import Error
 from kibitz.shared.search.strength import catalog_levels
@@ -69,7 +68,7 @@ async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | No
     if room is not None:
         events, chat = await asyncio.gather(
             service.store.events_since(room.id, -1),
-            record_chat(ChatLog(request.app[REDIS_KEY]), room.id),
+            record_chat(request.app[CHAT_LOG_KEY], room.id),
         )
         return record_of(room, events, chat)
     return await request.app[ARCHIVE_KEY].get(game_id)
@@ -163,7 +162,7 @@ async def start_analysis(request: web.Request) -> web.Response:
     stored = await archive.get_analysis(game_id)
     if stored is not None and stored.get("status") == "done":
         return web.json_response(stored)
-    queue = analysis.AnalysisQueue(request.app[REDIS_KEY])
+    queue = request.app[ANALYSIS_KEY]
     address = client_address(
         request.remote, request.headers, request.app[LIMITS_KEY].trusted_proxies
     )
@@ -195,7 +194,7 @@ async def get_analysis(request: web.Request) -> web.Response:
     stored = await request.app[ARCHIVE_KEY].get_analysis(game_id)
     if stored is not None:
         return web.json_response(stored)
-    status = await analysis.AnalysisQueue(request.app[REDIS_KEY]).status(game_id)
+    status = await request.app[ANALYSIS_KEY].status(game_id)
     if status is not None:
         return web.json_response(status)
     if await load_record(request, game_id) is None:

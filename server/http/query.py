@@ -7,9 +7,9 @@ checked to ``int()``, a database or Redis:
 - a whole number is 1 to MAX_DIGITS ASCII digits (``str.isdigit`` would let ``²`` and
   ``５`` through, and ``int`` then raises), within the endpoint's bounds; above its
   ``clamp`` it is taken as the clamp (``limit=500`` lists 100);
-- a cursor (the ``next`` of a page) is URL-safe base64, with or without its padding, of
-  ``MS:ID``: MS 1 to MAX_CURSOR_DIGITS ASCII digits (a millisecond time, so no 40-digit
-  number reaches SQLite), ID a room id (4 to 32 of ``A-Z a-z 0-9 - _``);
+- a cursor (the ``next`` of a page) is one as :mod:`kibitz.server.domain.cursor` reads
+  it: URL-safe base64, with or without its padding, of ``MS:ID``, MS a millisecond time
+  of bounded length (so no 40-digit number reaches SQLite), ID a room id;
 - a choice is one of the endpoint's words; a pattern must match whole;
 - the WebSocket's ``codec`` is the one exception, read leniently (:func:`codec`): a
   handshake is never refused for it, anything but ``msgpack`` means JSON.
@@ -21,26 +21,20 @@ ignored.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Collection
-from typing import NamedTuple
 
 from aiohttp import web
 from multidict import MultiMapping
 
+from kibitz.server.domain.cursor import Cursor, decode_cursor
 from kibitz.shared.protocol.client_out import Error
 from kibitz.shared.protocol.codec import Codec, ProtocolError
 
 CODE = "query/invalid"
 MAX_VALUE = 256  # longest value of any parameter, in characters
 MAX_DIGITS = 9  # longest whole number (limits and counts)
-MAX_CURSOR = 200  # longest cursor, in characters
-MAX_CURSOR_DIGITS = 16  # the time in a cursor, ms: well inside a 64-bit database integer
 _DIGITS = re.compile(r"[0-9]+")
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]+={0,2}")
-_ROOM_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")
 
 Query = MultiMapping[str]
 
@@ -50,17 +44,6 @@ class QueryError(ProtocolError):
 
     def __init__(self, message: str) -> None:
         super().__init__(CODE, message)
-
-
-class Cursor(NamedTuple):
-    """What a page's ``next`` cursor names: the time (ms) and id of the last entry."""
-
-    ms: int
-    id: str
-
-    def encode(self) -> str:
-        """The cursor's text: URL-safe base64 of ``MS:ID``, padded."""
-        return base64.urlsafe_b64encode(f"{self.ms}:{self.id}".encode()).decode()
 
 
 def refusal(error: QueryError) -> web.Response:
@@ -123,26 +106,6 @@ def cursor(query: Query, *names: str) -> Cursor | None:
     if decoded is None:
         raise QueryError(f"{name} must be the next cursor of an earlier page")
     return decoded
-
-
-def decode_cursor(value: str) -> Cursor | None:
-    """The (ms, id) a cursor's text holds, or None if it is not a cursor of ours."""
-    if len(value) > MAX_CURSOR or not _BASE64URL.fullmatch(value):
-        return None
-    try:
-        bare = value.rstrip("=")
-        plain = base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
-        ms, colon, room_id = plain.decode("ascii").partition(":")
-    except (binascii.Error, ValueError):
-        return None
-    if (
-        not colon
-        or len(ms) > MAX_CURSOR_DIGITS
-        or not _DIGITS.fullmatch(ms)
-        or not _ROOM_ID.fullmatch(room_id)
-    ):
-        return None
-    return Cursor(int(ms), room_id)
 
 
 def codec(values: Collection[str]) -> Codec:

@@ -11,14 +11,13 @@ from typing import Any
 
 from aiohttp import web
 
-from kibitz.server.appkeys import REDIS_KEY, SEEKS_KEY, SERVICE_KEY
+from kibitz.server.appkeys import LIVE_ROOMS_KEY, SEEKS_KEY, SERVICE_KEY
 from kibitz.server.domain import export
 from kibitz.server.domain import room as rooms
-from kibitz.server.domain.room import RoomError
+from kibitz.server.domain.room import Room, RoomError
 from kibitz.server.http import query
 from kibitz.server.http.rooms_list import MAX_ROOMS_PAGE, live_rooms_page
 from kibitz.server.services.seeks import lobby_game
-from kibitz.shared.bus.lobby import LiveRooms
 from kibitz.shared.games import Outcome, find_game
 from kibitz.shared.protocol.client_out import Error
 
@@ -39,7 +38,7 @@ async def api_rooms(request: web.Request) -> web.Response:
         before = query.cursor(request.query, "before", "cursor")
     except query.QueryError as exc:
         return query.refusal(exc)
-    live = LiveRooms(request.app[REDIS_KEY])
+    live = request.app[LIVE_ROOMS_KEY]
     rooms, next_cursor = await live_rooms_page(live, service, limit, before)
     entries = [await lobby_game(service, room) for room in rooms]
     return web.json_response({"rooms": entries, "next": next_cursor})
@@ -50,25 +49,30 @@ async def api_seeks(request: web.Request) -> web.Response:
     return web.json_response({"seeks": await request.app[SEEKS_KEY].open_seeks()})
 
 
-async def api_room(request: web.Request) -> web.Response:
-    service = request.app[SERVICE_KEY]
+async def _room_or_404(request: web.Request) -> Room | web.Response:
+    """The room the URL names, or the 404 answer with the room's error."""
     try:
-        room = await service.get(request.match_info["room"])
+        return await request.app[SERVICE_KEY].get(request.match_info["room"])
     except RoomError as exc:
         return web.json_response(Error(exc.code, exc.message).to_dict(), status=404)
-    # The shape of a ``state`` a spectator would get on ``watch``.
-    snap = await service.snapshot(room)
+
+
+async def api_room(request: web.Request) -> web.Response:
+    """A room as a spectator's ``state`` on ``watch`` would show it."""
+    room = await _room_or_404(request)
+    if isinstance(room, web.Response):
+        return room
+    snap = await request.app[SERVICE_KEY].snapshot(room)
     return web.json_response({**snap, "event": {"kind": "resync"}, "you": None})
 
 
 async def api_record(request: web.Request) -> web.Response:
     """The whole game for archives: moves, result, the event timeline and, where the
     game has a standard format (PGN for chess), the game in it."""
+    room = await _room_or_404(request)
+    if isinstance(room, web.Response):
+        return room
     service = request.app[SERVICE_KEY]
-    try:
-        room = await service.get(request.match_info["room"])
-    except RoomError as exc:
-        return web.json_response(Error(exc.code, exc.message).to_dict(), status=404)
     game = find_game(room.game)
     moves = [m.move for m in room.moves]
     record: dict[str, Any] = {

@@ -3,16 +3,16 @@
 A page is the rooms of the live-rooms index (read through the bus's
 :class:`~kibitz.shared.bus.lobby.LiveRooms`) changed in the last ``MAX_IDLE_MS``, after the
 cursor of the page before: the (last change in ms, room id) of its last room, ties broken
-by id, down. The cursor is that pair in URL-safe base64 without padding.
+by id, down. The cursor is that pair written by :mod:`kibitz.server.domain.cursor`
+without its padding (:meth:`~kibitz.server.domain.cursor.Cursor.encode_unpadded`).
 """
 
 from __future__ import annotations
 
-import base64
 import time
 
+from kibitz.server.domain.cursor import Cursor
 from kibitz.server.domain.room import Room
-from kibitz.server.http import query
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.lobby import LiveEntry, LiveRooms
 
@@ -21,31 +21,16 @@ MAX_IDLE_MS = 86_400_000  # rooms untouched for a day are not listed
 _PAGE_SCANS = 10  # bound on the reads that skip rooms tied with the cursor
 
 
-def encode_cursor(updated_ms: int, room_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{updated_ms}:{room_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """The (updated ms, room id) a cursor names; ValueError if it is not one of ours (the
-    rule is :func:`kibitz.server.http.query.decode_cursor`'s)."""
-    decoded = query.decode_cursor(cursor)
-    if decoded is None:
-        raise ValueError("not a cursor of ours")
-    return decoded.ms, decoded.id
-
-
-def _after(entry: LiveEntry, before: tuple[int, str] | None) -> bool:
+def _after(entry: LiveEntry, before: Cursor | None) -> bool:
     """Whether ``entry`` comes after the cursor (rooms updated in the cursor's ms whose
     ids are at or above the cursor's were on the pages before)."""
-    return before is None or entry.updated_ms != before[0] or entry.room_id < before[1]
+    return before is None or entry.updated_ms != before.ms or entry.room_id < before.id
 
 
-async def _entries_after(
-    live: LiveRooms, limit: int, before: tuple[int, str] | None
-) -> list[LiveEntry]:
+async def _entries_after(live: LiveRooms, limit: int, before: Cursor | None) -> list[LiveEntry]:
     """Up to ``limit + 1`` index entries after the cursor (one more says a page follows)."""
     cutoff = int(time.time() * 1000) - MAX_IDLE_MS
-    top = None if before is None else before[0]
+    top = None if before is None else before.ms
     found: list[LiveEntry] = []
     offset = 0
     for _ in range(_PAGE_SCANS):
@@ -58,14 +43,14 @@ async def _entries_after(
 
 
 async def live_rooms_page(
-    live: LiveRooms, service: RoomService, limit: int, before: tuple[int, str] | None
+    live: LiveRooms, service: RoomService, limit: int, before: Cursor | None
 ) -> tuple[list[Room], str | None]:
     """Unfinished rooms changed in the last day, most recent first (ties by id, down),
     ``limit`` of them after the ``before`` cursor; and the cursor of the next page."""
     found = await _entries_after(live, limit, before)
     page = found[:limit]
     more = len(found) > limit and bool(page)
-    next_cursor = encode_cursor(page[-1].updated_ms, page[-1].room_id) if more else None
+    next_cursor = Cursor(page[-1].updated_ms, page[-1].room_id).encode_unpadded() if more else None
     loaded = []
     for entry in page:
         room = await service.store.load(entry.room_id)

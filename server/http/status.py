@@ -24,6 +24,7 @@ from kibitz.server.appkeys import (
     SUPERVISOR_KEY,
 )
 from kibitz.shared.bus.cluster import cluster_status
+from kibitz.shared.bus.connect import ping
 from kibitz.shared.bus.errors import BusError
 
 
@@ -42,7 +43,7 @@ async def healthz(request: web.Request) -> web.Response:
     """
     timeout = request.app[CONFIG_KEY].health_timeout_s
     try:
-        await asyncio.wait_for(request.app[REDIS_KEY].ping(), timeout=timeout)
+        await asyncio.wait_for(ping(request.app[REDIS_KEY]), timeout=timeout)
         redis_ok = True
     except (BusError, OSError, TimeoutError):
         redis_ok = False

@@ -45,6 +45,9 @@ Any node may sweep the same room at the same time: the commit is versioned, the 
 is guarded by the version, and the archive stream's consumer group hands each entry to
 one node, so double work changes nothing.
 
+The loop itself does not retry: a database or Redis error raises to the node's
+supervisor (server/loops/supervisor.py), which starts it again with backoff.
+
 ``delay_s`` (fault injection for tests only; ``KIBITZ_ARCHIVE_DELAY_MS`` through the node
 config, server/config.py): sleep this long after reading an entry and before writing it,
 so a test can kill the node in between.
@@ -58,8 +61,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from kibitz.server.archive.database import Archive, ArchiveError
 from kibitz.server.domain.records import record_of
 from kibitz.server.domain.room import Room, ends_when_left
@@ -69,9 +70,7 @@ from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import AsyncClient
 from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer
-from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
 from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP
-from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.bus.store import FINISHED_TTL_MS, WAITING_TTL_MS
 
 log = logging.getLogger(__name__)
@@ -91,9 +90,6 @@ IDLE_GAME_LIMIT_MS = 3 * 24 * 60 * 60 * 1000
 UNSTARTED_TTL_MS = 10 * 60 * 1000  # an untimed game nobody has moved in is aborted
 ABANDON_AFTER_MS = 30 * 60 * 1000  # both players gone this long: the game is abandoned
 ABANDON_AI_AFTER_MS = 24 * 60 * 60 * 1000  # the same for the human of a game against the AI
-RETRY_S = 1.0
-
-TRANSIENT = (SQLAlchemyError, BusConnectionError, BusTimeoutError, OSError)
 #: The archive stream through the one stream consumer: the archiver acknowledges an entry
 #: itself (with the room's new lifetime, in one step), and retries one for ever: an entry
 #: not archived (the database or Redis away) stays pending, claimed again after
@@ -152,12 +148,15 @@ class Archiver:
         redis: AsyncClient,
         service: RoomService,
         archive: Archive,
+        chat: ChatLog,
         node: str,
         lifetimes: Lifetimes,
         delay_s: float = 0.0,
     ) -> None:
-        """``delay_s``: fault injection for tests (the node config's ``archive_delay_ms``)."""
+        """``chat``: the node's chat lists, read into each record; ``delay_s``: fault
+        injection for tests (the node config's ``archive_delay_ms``)."""
         self.redis = redis
+        self.chat = chat
         self.store: RoomStore = service.store
         self.service = service
         self.archive = archive
@@ -170,37 +169,22 @@ class Archiver:
         self.stream = StreamConsumer(redis, POLICY, node)
 
     async def run(self) -> None:
+        """Archive and sweep until cancelled. A failure (Redis or the database away, the
+        group lost) raises to the supervisor, which starts this again with backoff; the
+        entry stays pending and is claimed again after CLAIM_IDLE_MS."""
+        await self.stream.ensure_group()
         while True:
-            try:
-                await self.stream.ensure_group()
-                while True:
-                    # Entries a dead node (or this one, after an error) left pending.
-                    await self._handle(await self.stream.claim())
-                    entries = await self.stream.read()
-                    read = len(entries)
-                    await self._handle(entries)
-                    if 0 < read < BATCH:  # more are ending: let them gather into one batch
-                        await asyncio.sleep(LINGER_S)
-                    if time.monotonic() >= self._next_sweep:
-                        self._next_sweep = time.monotonic() + SWEEP_S
-                        await self.sweep()
-                        await self.queue_legacy_rooms()
-            except asyncio.CancelledError:
-                raise
-            except TRANSIENT as exc:
-                raise_if_stopping()
-                # The entry stays pending and is claimed again after CLAIM_IDLE_MS.
-                why = f"{type(exc).__name__}: {str(exc)[:200]}"
-                log.warning("archiving paused (%s); retrying", why)
-                await asyncio.sleep(RETRY_S)
-            except BusResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    log.exception("archive stream error")
-                    await asyncio.sleep(RETRY_S)
-            except Exception:
-                raise_if_stopping()
-                log.exception("archiver error; going on")
-                await asyncio.sleep(RETRY_S)
+            # Entries a dead node (or this one, before a restart) left pending.
+            await self._handle(await self.stream.claim())
+            entries = await self.stream.read()
+            read = len(entries)
+            await self._handle(entries)
+            if 0 < read < BATCH:  # more are ending: let them gather into one batch
+                await asyncio.sleep(LINGER_S)
+            if time.monotonic() >= self._next_sweep:
+                self._next_sweep = time.monotonic() + SWEEP_S
+                await self.sweep()
+                await self.queue_legacy_rooms()
 
     async def _handle(self, entries: list[Entry]) -> None:
         """Archive a batch of entries: their rooms are read at once, their games written
@@ -237,7 +221,7 @@ class Archiver:
             return None
         # The chat after the mark is cleared: a line said later queues the room again.
         events, chat = await asyncio.gather(
-            self.store.events_since(room_id, -1), settle_record_chat(ChatLog(self.redis), room_id)
+            self.store.events_since(room_id, -1), settle_record_chat(self.chat, room_id)
         )
         try:
             record = record_of(room, events, chat)

@@ -26,7 +26,6 @@ import time
 
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.errors import BusError
-from kibitz.shared.bus.stopping import raise_if_stopping
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +47,14 @@ class DeadlineSweeper:
         self.ended = 0  # rooms this node ended on time
 
     async def run(self) -> None:
-        """Sweep until cancelled; storage errors are logged and retried."""
+        """Sweep until cancelled. A storage error raises to the supervisor, which starts
+        this again with backoff; the clock is set again first."""
         synced = float("-inf")
         while True:
-            try:
-                if time.monotonic() - synced >= self.sync_interval_s:
-                    await self.service.sync_clock()
-                    synced = time.monotonic()
-                await self.sweep()
-            except (BusError, OSError) as exc:
-                raise_if_stopping()
-                log.warning("deadline sweep failed: %s", exc)
+            if time.monotonic() - synced >= self.sync_interval_s:
+                await self.service.sync_clock()
+                synced = time.monotonic()
+            await self.sweep()
             await asyncio.sleep(self.interval_s)
 
     async def sweep(self) -> int:
@@ -72,7 +68,7 @@ class DeadlineSweeper:
             try:
                 done = await self.service.expire(room_id)
             except (BusError, OSError):
-                raise
+                raise  # Redis away: the whole sweep fails, and is started again
             except Exception:  # one broken room must not stop the flags of the others
                 log.exception("could not end room %s on time", room_id)
                 continue

@@ -25,18 +25,22 @@ import asyncio
 import contextlib
 import logging
 import os
+import random
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kibitz.server.loops.supervisor import Backoff
 from kibitz.workers.lifeline import LIFELINE_FD_ENV, NODE_PID_ENV
 
 log = logging.getLogger("kibitz.serve")
 
 STALE_GRACE_S = 5.0  # a stale worker's time to leave after SIGTERM, before SIGKILL
-RESTART_MAX_DELAY_S = 60.0  # a worker that keeps dying is restarted at most this often
+CHECK_S = 1.0  # how often the workers are looked at
+#: How a worker that died is restarted: the node loops' one policy, with its own pace.
+RESTARTS = Backoff(first_s=1.0, cap_s=60.0, healthy_s=60.0)
 
 
 class Lifeline:
@@ -88,24 +92,27 @@ class LocalWorkers:
         runs as the node's loop ``local-workers`` (server/cli/serve.py), under its
         supervisor (server/loops/supervisor.py).
 
-        A worker that keeps dying is restarted less and less often (up to once a minute).
+        A worker that keeps dying is restarted after the loops' one backoff policy
+        (``RESTARTS``: 1 s doubling up to a minute, afresh once it has run a minute).
         """
-        delays = [1.0] * len(self.procs)
-        due = [0.0] * len(self.procs)
-        loop = asyncio.get_running_loop()
+        deaths = [0] * len(self.procs)  # deaths of each worker since it last ran healthy
+        started = [time.monotonic()] * len(self.procs)
+        due: list[float | None] = [None] * len(self.procs)  # when a dead one is restarted
         while True:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(CHECK_S)
+            now = time.monotonic()
             for i, proc in enumerate(self.procs):
                 if proc.poll() is None:
-                    delays[i] = max(1.0, delays[i] * 0.9)
                     continue
-                if due[i] == 0.0:
+                when = due[i]
+                if when is None:  # just found dead
                     log.warning("worker %d exited with %s", proc.pid, proc.returncode)
                     self._reaped(proc)
-                    due[i] = loop.time() + delays[i]
-                elif loop.time() >= due[i]:
+                    deaths[i] = 1 if now - started[i] >= RESTARTS.healthy_s else deaths[i] + 1
+                    due[i] = now + RESTARTS.delay(deaths[i], random.random())
+                elif now >= when:
                     self.procs[i] = self._spawn_one()
-                    delays[i], due[i] = min(RESTART_MAX_DELAY_S, delays[i] * 2), 0.0
+                    started[i], due[i] = time.monotonic(), None
 
     def terminate(self) -> None:
         """Ask each to stop: it finishes its search and leaves."""

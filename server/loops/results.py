@@ -8,28 +8,20 @@ pending leaves them to the others, which claim them after ``CLAIM_IDLE_MS``.
 The stream is read through the one stream consumer (``shared/bus/consumer.py``) with
 :data:`POLICY`: a result that cannot be parsed, or whose commit fails for a reason that
 is not Redis being away, is logged and dropped at once (a poison entry must not stop
-every AI game); one that meets Redis away stays pending and is tried again.
+every AI game); one that meets Redis away stays pending and is tried again once the
+node's supervisor has started the loop again (server/loops/supervisor.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from prometheus_client import Counter
 
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.connect import AsyncClient
-from kibitz.shared.bus.consumer import (
-    ConsumerPolicy,
-    Entry,
-    StreamConsumer,
-    Unparsable,
-    missing_group,
-)
-from kibitz.shared.bus.errors import BusResponseError
+from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer, Unparsable
 from kibitz.shared.bus.keys import RESULTS, SERVERS_GROUP
-from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.protocol.codec import ProtocolError
 from kibitz.shared.protocol.jobs import JobResult
 
@@ -38,8 +30,6 @@ log = logging.getLogger(__name__)
 BLOCK_MS = 1000  # the longest wait of a read for a new result
 CLAIM_IDLE_MS = 10_000  # a result pending this long was left by a dead node
 BATCH = 50  # results claimed, or read, at once
-RETRY_S = 1.0  # the wait after an unexpected error
-UNAVAILABLE_RETRY_S = 0.5  # the wait after Redis could not be reached
 
 POLICY = ConsumerPolicy(
     RESULTS, SERVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH, block_ms=BLOCK_MS,
@@ -63,26 +53,12 @@ class ResultsConsumer:
         self.fallbacks = fallbacks
 
     async def run(self) -> None:
+        """Apply results until cancelled. A failure (Redis away, the group lost) raises to
+        the supervisor, which starts this again with backoff (the group made again first);
+        the entry stays pending and is claimed again."""
         await self.stream.ensure_group()
         while True:
-            try:
-                await self.stream.round(self._apply)
-            except asyncio.CancelledError:
-                raise
-            except POLICY.transient as exc:
-                raise_if_stopping()
-                log.warning("results stream unavailable (%s); retrying", exc)
-                await asyncio.sleep(UNAVAILABLE_RETRY_S)
-            except BusResponseError as exc:
-                if missing_group(exc):
-                    await self.stream.ensure_group()
-                else:
-                    log.exception("results stream error")
-                    await asyncio.sleep(RETRY_S)
-            except Exception:
-                raise_if_stopping()
-                log.exception("results consumer error; going on")
-                await asyncio.sleep(RETRY_S)
+            await self.stream.round(self._apply)
 
     async def _apply(self, entry: Entry) -> None:
         try:

@@ -1,13 +1,19 @@
 """The node's one supervisor: every long-running loop of a node runs under it.
 
-It decides three things for every loop (results, archiver, deadlines, heartbeat, the
+It decides four things for every loop (results, archiver, deadlines, heartbeat, the
 analysis collector, the lobby push, the fan-out listener, its probe and pings, the local
 workers' keeper):
 
-- **Restarts.** A loop body that raises is started again after a backoff: exponential
-  from ``Backoff.first_s``, at most ``Backoff.cap_s``, with jitter (a factor from 0.5 to
-  1.5, then capped), and reset once the body has run ``Backoff.healthy_s`` without
-  failing. A body that returns has finished and is not started again.
+- **Restarts.** A loop body does its work and lets a failure raise; the supervisor starts
+  it again after a backoff: exponential from ``Backoff.first_s``, at most
+  ``Backoff.cap_s``, with jitter (a factor from 0.5 to 1.5, then capped), and reset once
+  the body has run ``Backoff.healthy_s`` without failing. One policy for every loop; a
+  loop whose timing matters is started with its own parameters (server/node.py's
+  ``RESTARTS``). A body that returns has finished and is not started again.
+- **Logging.** A loop's first failure is logged as a warning with its traceback; further
+  failures of the same type are counted and summarised at most once per ``log_every_s``
+  (30 s), so an outage of Redis costs each loop a line every 30 s, not one per retry. A
+  failure of another type, or the first after a healthy run, gets its traceback again.
 - **Reports.** Each loop's state (``running``, ``backing_off``, ``done``, ``stopped``),
   its restarts and the type of its last error, for ``/healthz`` (``loops``) and
   ``/metrics`` (``kibitz_loop_restarts_total``, ``kibitz_loops_up``). The error is
@@ -15,9 +21,11 @@ workers' keeper):
 - **Stopping.** :meth:`Supervisor.stop` cancels the loops in the reverse of the order they
   were started, one at a time, waiting for each at most ``stop_timeout_s``.
 
-A loop that retries on connection errors itself must not swallow its own cancellation
-(redis-py may turn one that lands mid-command into a ``ConnectionError``): its error paths
-call :func:`kibitz.shared.bus.stopping.raise_if_stopping`, as the supervisor's do.
+A loop body keeps an inner ``try``/``except`` only where a failure is not a retry of the
+loop (one bad entry or client among many, a step that may fail without harm); its comment
+says why. Such a handler must not swallow its own cancellation (redis-py may turn one that
+lands mid-command into a ``ConnectionError``): it calls
+:func:`kibitz.shared.bus.stopping.raise_if_stopping`, as the supervisor does.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ log = logging.getLogger(__name__)
 MAX_LOOPS = 64
 #: What a loop may be called: short, for /healthz and metric labels.
 MAX_NAME = 40
+#: Repeated failures of one type are summarised in the log at most this often.
+LOG_EVERY_S = 30.0
 
 LoopBody = Callable[[], Coroutine[Any, Any, None]]
 
@@ -58,6 +68,40 @@ class Backoff:
 
 
 @dataclass
+class FailureLog:
+    """How one loop's failures reach the log: the first of a type with its traceback, then
+    one summary with a count at most every ``every_s`` (see the module doc)."""
+
+    every_s: float
+    kind: str | None = None  #: the type of the failures being counted
+    logged_at: float = float("-inf")  #: when a line about them was last written
+    unlogged: int = 0  #: failures of ``kind`` since that line
+
+    def failed(self, name: str, exc: Exception, now: float) -> None:
+        kind = type(exc).__name__
+        if kind != self.kind:
+            self.flush(name, now)
+            self.kind, self.logged_at = kind, now
+            log.warning("loop %s failed (%s); restarting with backoff", name, kind, exc_info=exc)
+            return
+        self.unlogged += 1
+        if now - self.logged_at >= self.every_s:
+            self.flush(name, now, f"; the last: {str(exc)[:200]}")
+
+    def flush(self, name: str, now: float, last: str = "") -> None:
+        """Log the failures counted and not yet logged, if any."""
+        if self.unlogged:
+            log.warning("loop %s failed %d more times (%s) in %.0f s%s; still restarting",
+                        name, self.unlogged, self.kind, now - self.logged_at, last)  # fmt: skip
+        self.unlogged, self.logged_at = 0, now
+
+    def reset(self, name: str, now: float) -> None:
+        """The loop ran healthy: its next failure is a new story, told with its traceback."""
+        self.flush(name, now)
+        self.kind = None
+
+
+@dataclass
 class LoopState:
     """What ``/healthz`` shows of one loop."""
 
@@ -66,6 +110,8 @@ class LoopState:
     restarts: int = 0  #: times the body was started again after it raised
     last_error: str | None = None  #: the type of the last exception, if any
     failures: int = 0  #: failures since the last healthy run (sets the backoff)
+    backoff: Backoff = field(default_factory=Backoff)  #: how it is restarted
+    log: FailureLog = field(default_factory=lambda: FailureLog(LOG_EVERY_S), repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def report(self) -> dict[str, Any]:
@@ -80,21 +126,24 @@ class Supervisor:
         backoff: Backoff | None = None,
         stop_timeout_s: float = 5.0,
         on_restart: Callable[[str], None] | None = None,
+        log_every_s: float = LOG_EVERY_S,
     ) -> None:
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or Backoff()  # for loops started without their own
         self.stop_timeout_s = stop_timeout_s
+        self.log_every_s = log_every_s
         self.on_restart = on_restart  # told each loop's name as it is restarted (metrics)
         self._loops: dict[str, LoopState] = {}  # in the order they were started
 
-    def start(self, name: str, body: LoopBody) -> None:
-        """Run ``body()`` as the loop ``name`` until :meth:`stop`."""
+    def start(self, name: str, body: LoopBody, backoff: Backoff | None = None) -> None:
+        """Run ``body()`` as the loop ``name`` until :meth:`stop`, restarted after a
+        failure with ``backoff`` (default: the supervisor's)."""
         if not name or len(name) > MAX_NAME:
             raise ValueError(f"a loop's name has 1 to {MAX_NAME} characters: {name!r}")
         if name in self._loops and self._loops[name].state != "stopped":
             raise ValueError(f"a loop named {name!r} is already running")
         if len(self._loops) >= MAX_LOOPS and name not in self._loops:
             raise ValueError(f"at most {MAX_LOOPS} loops")
-        state = LoopState(name)
+        state = LoopState(name, backoff=backoff or self.backoff, log=FailureLog(self.log_every_s))
         self._loops.pop(name, None)
         self._loops[name] = state
         state.task = asyncio.create_task(self._run(state, body), name=f"loop:{name}")
@@ -114,17 +163,18 @@ class Supervisor:
                 state.state = "done"
                 return
             state.state = "backing_off"
-            await asyncio.sleep(self.backoff.delay(state.failures, random.random()))
+            await asyncio.sleep(state.backoff.delay(state.failures, random.random()))
             state.restarts += 1
             if self.on_restart is not None:
                 self.on_restart(state.name)
 
     def _failed(self, state: LoopState, exc: Exception, ran_s: float) -> None:
-        if ran_s >= self.backoff.healthy_s:
+        if ran_s >= state.backoff.healthy_s:
             state.failures = 0
+            state.log.reset(state.name, time.monotonic())
         state.failures += 1
         state.last_error = type(exc).__name__
-        log.warning("loop %s failed (%s); restarting", state.name, state.last_error, exc_info=exc)
+        state.log.failed(state.name, exc, time.monotonic())
 
     def status(self) -> dict[str, dict[str, Any]]:
         """Each loop's report, in the order they were started."""
@@ -146,6 +196,7 @@ class Supervisor:
             _done, stuck = await asyncio.wait([task], timeout=self.stop_timeout_s)
             if stuck:
                 log.warning("loop %s did not stop in %.1f s", name, self.stop_timeout_s)
+        state.log.flush(name, time.monotonic())
         state.state = "stopped"
 
     async def stop(self) -> None:

@@ -39,7 +39,6 @@ decided here: ``MAX_POSITIONS`` positions a game, ``MAX_ACTIVE`` analyses under 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -52,7 +51,6 @@ from kibitz.shared.bus.analysis import evals_key as evals_key  # re-exported: ca
 from kibitz.shared.bus.analysis import meta_key as meta_key
 from kibitz.shared.bus.connect import AsyncClient
 from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer
-from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.games.policy import AnalysisScale as Scale
 from kibitz.shared.games.registry import policy_for
 from kibitz.shared.protocol.jobs import ANALYSIS_LEVEL as ANALYSIS_LEVEL  # re-exported
@@ -81,8 +79,6 @@ MAX_PER_ADDRESS = 4  # of those, requested from one address
 BLOCK_MS = 1000  # the longest wait of the collector's read
 CLAIM_IDLE_MS = 10_000  # a finished entry pending this long was left by a dead node
 COLLECT_BATCH = 10  # finished entries claimed, or read, at once
-RETRY_S = 1.0
-
 COLLECT_POLICY = ConsumerPolicy(
     FINISHED, COLLECTORS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=COLLECT_BATCH,
     block_ms=BLOCK_MS,  # on_failure "raise": an entry not stored stays pending, no limit
@@ -275,17 +271,11 @@ class AnalysisCollector:
         self.node = node
 
     async def run(self) -> None:
+        """Collect until cancelled. A failure (Redis or the database away) raises to the
+        node's supervisor, which starts this again with backoff; the entry stays pending."""
+        await self.stream.ensure_group()
         while True:
-            try:
-                await self.stream.ensure_group()
-                while True:
-                    await self.stream.round(self._handle)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # Redis or the database away: entries stay pending
-                raise_if_stopping()
-                log.warning("collecting analyses paused (%s: %s)", type(exc).__name__, exc)
-                await asyncio.sleep(RETRY_S)
+            await self.stream.round(self._handle)
 
     async def _handle(self, entry: Entry) -> None:
         game_id = entry.fields.get("analysis", "")

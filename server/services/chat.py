@@ -14,7 +14,8 @@ it as text.
 
 Keys (``kibitz:`` prefix): ``room:{id}:chat:players`` and ``room:{id}:chat:spectators``,
 lists of JSON lines ``{"id", "seat", "name", "text", "at"}``. Their lifetime follows the
-room's (the commit, archive and forget scripts in store.py treat them as room keys).
+room's (the commit, archive and forget scripts of shared/bus/store.py treat them as room
+keys).
 
 **The chat in the game record.** A game's record carries both channels (:func:`record_chat`,
 each line with its ``channel``): the spectators' channel is public to the game's audience,
@@ -37,7 +38,6 @@ from kibitz.server.domain.room import Room, seat_for_token
 from kibitz.shared.bus.chat import ChannelLines, ChatLog
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol.client_in import MAX_CHAT, has_visible, refused_character
-from kibitz.shared.protocol.client_out import ChatLines
 from kibitz.shared.protocol.codec import ProtocolError
 
 Channel = Literal["players", "spectators"]
@@ -144,11 +144,6 @@ def _merged(kept: ChannelLines) -> list[dict[str, Any]]:
     # A stable sort: each channel is in id order already.
     lines.sort(key=lambda line: int(line.get("at") or 0))
     return lines
-
-
-def chat_message(room_id: str, which: Channel, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``chat`` message: live (one line) or, after following a room, the replay."""
-    return ChatLines(room_id, which, lines).to_dict()
 
 
 def channel_of(seat: int | None) -> Channel:

@@ -6,7 +6,8 @@ decided again on the fresh room (a move pinned to a version is refused instead).
 
 Every room a client causes costs its address one of the per-minute room budget
 (:meth:`RoomService.count_room`, through :class:`~kibitz.server.services.limits.AddressLimiter`):
-the ``create`` handler (app.py), seeks posted and accepted (seeks.py) and agreed rematches
+the ``create`` handler (server/gateway/session.py), seeks posted and accepted
+(server/services/seeks.py) and agreed rematches
 (here, charged to the room's owner) all count there.
 """
 
@@ -584,7 +585,8 @@ class RoomService:
         )
         self._remember(room, state)
         self._remember_room(room)
-        # The one before is kept only if it seated a player (see follow_seated in app.py).
+        # The one before is kept only if it seated a player (see follow_seated in
+        # server/gateway/session.py).
         before = [s for s in self._committed.get(room.id, ())[-1:] if s["event"]["kind"] in SEATING]
         self._committed[room.id] = [*before, snap]
         self._committed.move_to_end(room.id)

@@ -6,9 +6,10 @@ person accepts it, and the accepting node makes the room with both players seate
 one commit. Accepting is one Lua step that removes the seek, so of two people accepting
 at once (on any nodes) exactly one gets the game and the other ``seek/unknown``.
 
-Seeks make rooms, so they cost the per-address room budget (``rate/limited`` past it;
-see services/limits.py): posting a seek costs its poster's address one room, accepting one costs the
-acceptor's address one. A refused accept changes nothing: the seek stays open.
+Seeks make rooms, so they cost the per-address room budget (``rate/limited`` past it; see
+server/services/limits.py): posting a seek costs its poster's address one room,
+accepting one costs the acceptor's address one. A refused accept changes nothing: the
+seek stays open.
 
 The creator may be connected to another node than the acceptor: the accepting node
 publishes the creator's seat (token included, on Redis pub/sub between our nodes only)
@@ -42,9 +43,7 @@ from kibitz.server.domain import room as rooms
 from kibitz.server.domain.room import Event, Room, RoomError, new_token
 from kibitz.server.services.rooms import RoomService, now_ms
 from kibitz.shared.bus.errors import BusError
-from kibitz.shared.bus.keys import SEEKS, SEEKS_CHANNEL
 from kibitz.shared.bus.lobby import SeekBoard
-from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.games import GameError, find_game
 from kibitz.shared.protocol.client_in import Abort, AcceptSeek, Lobby, Seek, Unseek, player_id
 from kibitz.shared.protocol.client_out import LobbyLeft, LobbyList, Seat, SeekPosted, SeekWithdrawn
@@ -320,17 +319,16 @@ class Seeks:
         return LobbyList(await self.open_seeks(), await self.games(), rid).to_dict()
 
     async def run(self) -> None:
-        """Push the lobby to this node's subscribers when it changes (throttled)."""
+        """Push the lobby to this node's subscribers when it changes (throttled). A
+        failure to read it raises to the node's supervisor, which starts this again with
+        backoff; a (re)start pushes at once what a failed push left unsent."""
+        self._changed.set()
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout=GAMES_REFRESH_S)
             self._changed.clear()
             if self.subscribers:
-                try:
-                    self._push(await self.lobby())
-                except (BusError, OSError) as exc:
-                    raise_if_stopping()
-                    log.warning("lobby not pushed: %s", type(exc).__name__)
+                self._push(await self.lobby())
             await asyncio.sleep(PUSH_INTERVAL_S)
 
     def _push(self, lobby: dict[str, Any]) -> None:
@@ -362,6 +360,3 @@ async def lobby_game(service: RoomService, room: Room) -> dict[str, Any]:
     entry["clock"] = clocks.view(room.clock, service.clock_ms())  # as in ``state``
     entry["spectators"] = (await service.presence(room)).spectators
     return entry
-
-
-__all__ = ["SEEKS", "SEEKS_CHANNEL", "Seeks", "build_room", "lobby_game"]

@@ -111,14 +111,6 @@ class AnalysisStore:
         await self.client.delete(meta_key(game_id), evals_key(game_id))
         await self.client.zrem(ACTIVE, game_id)
 
-    async def under_way(self) -> int:
-        """Analyses queued or running (entries of ``analysis:active``)."""
-        return int(await self.client.zcard(ACTIVE))
-
-    async def jobs_left(self) -> int:
-        """Position jobs not done yet."""
-        return int(await self.client.xlen(JOBS))
-
 
 class AnalysisJobs:
     """The workers' side of analyses in Redis."""

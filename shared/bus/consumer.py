@@ -113,7 +113,7 @@ def _is_deleted(fields: dict[str, str] | None) -> bool:
 def claimed_entries(reply: Any) -> tuple[str, list[Entry], bool]:
     """An ``XAUTOCLAIM`` reply: the next cursor, the live entries, and whether entries
     deleted meanwhile were claimed too (Redis 6.2 names them by nothing: they stay
-    pending on this consumer until :func:`vanished` finds them; Redis 7 drops them from
+    pending on this consumer until :meth:`_vanished` finds them; Redis 7 drops them from
     the pending list itself)."""
     entries: list[Entry] = []
     deleted = False
@@ -304,10 +304,11 @@ class BlockingConsumer(_Consumer):
         self.client = client
 
     def ensure_group(self) -> None:
+        """Create the policy's group on its stream (and the stream) unless it exists."""
         try:
             self.client.xgroup_create(self.policy.stream, self.policy.group, id="0", mkstream=True)
         except BusResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
+            if not group_exists(exc):
                 raise
 
     def claim(self) -> list[Entry]:
@@ -375,9 +376,16 @@ class BlockingConsumer(_Consumer):
 
 
 async def ensure_group(client: AsyncClient, stream: str, group: str) -> None:
-    """Create ``group`` on ``stream`` (and the stream, from its start) unless it exists."""
+    """Create ``group`` on ``stream`` (and the stream, from its start) unless it exists:
+    the one way every stream's group is made (the consumers here, the room store's
+    :meth:`~kibitz.shared.bus.store.RoomStore.ensure_groups`, the analysis queue)."""
     try:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
     except BusResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
+        if not group_exists(exc):
             raise
+
+
+def group_exists(exc: BaseException) -> bool:
+    """Whether a Redis error says the consumer group exists already (``BUSYGROUP``)."""
+    return isinstance(exc, BusResponseError) and "BUSYGROUP" in str(exc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 PREFIX = "kibitz:"
 
-# --- one room (shared/bus/store.py, server/services/chat.py, server/fanout/hub.py) -------
+# --- one room (shared/bus/store.py, shared/bus/chat.py, shared/bus/fanout.py) ------------
 ROOM_PREFIX = PREFIX + "room:"  # a room key is ROOM_PREFIX + "{" + id + "}"
 
 
@@ -118,7 +118,7 @@ def probe_channel(node: str) -> str:
     return f"{PREFIX}probe:{node}"
 
 
-# --- per address (server/gateway/limits.py) -----------------------------------------------
+# --- per address (shared/bus/limits.py) ---------------------------------------------------
 def address_connections_key(address: str) -> str:
     return f"{PREFIX}addr:{address}:conns"
 

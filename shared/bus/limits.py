@@ -1,7 +1,7 @@
 """The per-address counters in Redis: open connections and rooms made in a sliding window.
 
 What the limits are, and what happens past them, is decided by the server
-(``server/gateway/limits.py``); this module keeps the counts, each in one atomic script, so
+(``server/services/limits.py``); this module keeps the counts, each in one atomic script, so
 every node of a cluster sees the same totals. Every key here expires on its own:
 
 - ``addr:{address}:conns``    hash: node -> open WebSocket connections from that address

@@ -64,6 +64,7 @@ import redis.asyncio as aioredis
 from kibitz.shared import fastjson
 from kibitz.shared.bus import fair_queue as fairness
 from kibitz.shared.bus import keys
+from kibitz.shared.bus.consumer import ensure_group
 from kibitz.shared.bus.errors import BusResponseError
 from kibitz.shared.bus.fair_queue import AsyncFairQueue
 from kibitz.shared.bus.keys import (
@@ -331,6 +332,8 @@ class RoomStore:
         self.fair = AsyncFairQueue(redis)
 
     async def ensure_groups(self) -> None:
+        """The consumer groups of the streams a node writes or reads: the AI jobs, the
+        results and the archive."""
         for stream, group in (
             (JOBS, WORKERS_GROUP),
             (RESULTS, SERVERS_GROUP),
@@ -552,9 +555,7 @@ class RoomStore:
 
     async def live_rooms_idle_since(self, before_ms: int, offset: int, count: int) -> list[str]:
         """Lobby entries last changed before ``before_ms``, oldest first, one page."""
-        ids: Any = await self.redis.zrangebyscore(
-            LIVE, "-inf", before_ms, start=offset, num=count
-        )
+        ids: Any = await self.redis.zrangebyscore(LIVE, "-inf", before_ms, start=offset, num=count)
         return list(ids)
 
     async def has_lifetime(self, room_id: str) -> bool:
@@ -589,12 +590,3 @@ class RoomStore:
             keys=[keys.node_key(self.node), NODE_BEATS], args=[self.node, NODE_TTL_S, NODE_DIED]
         )
         return int(dead)
-
-
-async def ensure_group(redis: aioredis.Redis, stream: str, group: str) -> None:
-    """Create ``group`` on ``stream`` (and the stream) unless it exists."""
-    try:
-        await redis.xgroup_create(stream, group, id="0", mkstream=True)
-    except aioredis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise

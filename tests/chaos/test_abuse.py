@@ -54,7 +54,7 @@ BATCH = 100
 def configured_limit(name: str) -> int | None:
     """The product's default per-address limit, if the product has named it."""
     try:
-        from kibitz.server.gateway.limits import Limits  # type: ignore[import-not-found,unused-ignore]
+        from kibitz.server.services.limits import Limits  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     value = getattr(Limits(), name, None)

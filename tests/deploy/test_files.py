@@ -356,7 +356,7 @@ def test_units_budget_open_files() -> None:
     budget `kibitz serve` asks for with the default caps."""
     from kibitz.server.cli.serve import file_budget
     from kibitz.server.gateway.edge import SOCKETS_OVER_CONNECTIONS
-    from kibitz.server.gateway.limits import Limits
+    from kibitz.server.services.limits import Limits
 
     cap = Limits().connections_per_address + SOCKETS_OVER_CONNECTIONS
     for unit in ("kibitz-serve.service", "kibitz-worker.service"):

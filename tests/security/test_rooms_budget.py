@@ -27,7 +27,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key
-from kibitz.server.gateway.limits import AddressLimiter, LimitExceeded, Limits
+from kibitz.server.services.limits import AddressLimiter, LimitExceeded, Limits
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.keys import DEADLINES, LIVE
 from kibitz.shared.bus.limits import AddressCounters

@@ -153,3 +153,44 @@ def test_every_variable_the_node_reads_is_a_field() -> None:
     known = {f.metadata["env"] for f in dataclasses.fields(NodeConfig)} - {None}
     assert named - NOT_NODE_SETTINGS - known == set()
     assert known <= named  # and every field's variable is one the code names
+
+
+SERVER = Path(__file__).resolve().parents[2] / "server"
+#: Where the environment may be read: the config (and the CLI that builds it).
+ENV_READERS = ("config.py", "cli")
+ENV_READ = re.compile(r"\bos\.(environ|getenv)\b|\bfrom os import\b.*\b(environ|getenv)\b")
+
+
+def environment_reads(server: Path) -> list[str]:
+    """``path:line`` of each read of the environment (``os.environ``, ``os.getenv``,
+    ``environ`` imported from os) in ``server``, outside ENV_READERS."""
+    found = []
+    for path in sorted(server.rglob("*.py")):
+        relative = path.relative_to(server)
+        if relative.parts[0] in ENV_READERS:
+            continue
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if ENV_READ.search(line):
+                found.append(f"{relative}:{number}: {line.strip()}")
+    return found
+
+
+def test_the_environment_is_read_by_the_config_alone() -> None:
+    reads = environment_reads(SERVER)
+    assert not reads, "read NodeConfig instead:\n" + "\n".join(reads)
+
+
+def test_the_scan_sees_an_environment_read(tmp_path: Path) -> None:
+    (tmp_path / "fanout").mkdir()
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "fanout" / "x.py").write_text('import os\nX = os.environ.get("KIBITZ_X")\n')
+    (tmp_path / "cli" / "y.py").write_text('import os\nY = os.getenv("KIBITZ_Y")\n')
+    assert environment_reads(tmp_path) == ['fanout/x.py:2: X = os.environ.get("KIBITZ_X")']
+
+
+def test_the_slow_client_bound_comes_from_the_config() -> None:
+    from kibitz.server.fanout.connection import MAX_BEHIND_S
+
+    assert NodeConfig().slow_client_s == MAX_BEHIND_S
+    config = from_sources({}, {"KIBITZ_SLOW_CLIENT_S": "2.5"})
+    assert config.slow_client_s == 2.5

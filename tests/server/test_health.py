@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import time
 
@@ -84,3 +85,70 @@ async def test_healthz_and_metrics_show_the_loops_of_a_real_node(redis_server) -
         assert "# TYPE kibitz_loop_restarts_total counter" in text
     finally:
         node.stop()
+
+
+async def loops_of(url: str) -> dict[str, dict]:
+    return (await health(url))[1]["loops"]
+
+
+async def wait_for_loops(url: str, check, within: float) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + within
+    while True:
+        loops = await loops_of(url)
+        if check(loops):
+            return loops
+        assert time.monotonic() < deadline, f"loops not as expected in {within} s: {loops}"
+        await asyncio.sleep(0.2)
+
+
+def restarts_in(metrics: str) -> dict[str, float]:
+    """``kibitz_loop_restarts_total`` per loop, from a /metrics page."""
+    found = re.findall(r'^kibitz_loop_restarts_total\{loop="([^"]+)"\} (\S+)$', metrics, re.M)
+    return {name: float(value) for name, value in found}
+
+
+async def test_a_frozen_redis_fails_the_loops_and_the_supervisor_runs_them_all_again(
+    tmp_path,
+) -> None:
+    """The loops do not retry by themselves: with Redis frozen (SIGSTOP) they fail, the
+    supervisor backs off and restarts them (/healthz, /metrics), and after SIGCONT every
+    loop runs again and the game plays on."""
+    redis = EmbeddedRedis(tmp_path / "redis").start()
+    node = start_server(redis.url)
+    assert redis.process is not None
+    try:
+        a = await KibitzClient.open(node.http_url)
+        b = await KibitzClient.open(node.http_url)
+        room = (await a.create("tictactoe", seat=0))["room"]
+        await b.join(room)
+        for client in (a, b):  # a round trip after the join: its handling is over
+            await client.lobby(subscribe=False)
+        redis.process.send_signal(signal.SIGSTOP)
+        try:  # commands time out after 5 s (redis_timeout_s), the listener is stale in 3.5
+            failed = await wait_for_loops(
+                node.http_url,
+                lambda loops: sum(loop["restarts"] > 0 for loop in loops.values()) >= 3,
+                within=15,
+            )
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        assert failed["fanout-listener"]["last_error"] is not None, failed
+        loops = await wait_for_loops(
+            node.http_url,
+            lambda loops: all(loop["state"] == "running" for loop in loops.values()),
+            within=10,
+        )
+        assert set(loops) == NODE_LOOPS
+        async with aiohttp.ClientSession() as session:
+            async with session.get(node.http_url + "/metrics") as r:
+                restarts = restarts_in(await r.text())
+        assert sum(restarts.values()) >= 3, restarts
+        await wait_for_health(node.http_url, 200, within=10)
+        await a.move(room, "5")
+        state = await b.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=5)
+        assert [m["move"] for m in state["moves"]] == ["5"]
+        await a.close()
+        await b.close()
+    finally:
+        node.stop()
+        redis.stop()

@@ -85,6 +85,16 @@ async def test_list_by_player_and_game_newest_first_in_pages(archive: Archive) -
     assert (await archive.list(player="nobody")).records == []
 
 
+async def test_page_cursors_keep_their_bytes(archive: Archive) -> None:
+    """A page's cursor is URL-safe base64 of ``ENDED_MS:ID``, padded, as clients hold it."""
+    await archive.save(record("g01", 1000))
+    await archive.save(record("g02", 1001))
+    first = await archive.list(limit=1)
+    assert [r["id"] for r in first.records] == ["g02"] and first.cursor == "MTAwMTpnMDI="
+    rest = await archive.list(limit=1, before="MTAwMTpnMDI=")
+    assert [r["id"] for r in rest.records] == ["g01"] and rest.cursor is None
+
+
 async def test_bad_requests_are_refused(archive: Archive) -> None:
     with pytest.raises(ArchiveError):
         await archive.list(before="not a cursor!")

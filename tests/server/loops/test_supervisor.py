@@ -4,6 +4,8 @@ reported; shutdown stops the loops in reverse order, each within its bound."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
 
 import pytest
@@ -129,3 +131,82 @@ async def test_bad_names_are_refused() -> None:
         supervisor.start("one", body)
     assert list(supervisor.status()) == ["one"]
     await supervisor.stop()
+
+
+class FailsAs:
+    """A loop body that raises the next of ``errors`` each time, then waits for ever."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    async def __call__(self) -> None:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        await asyncio.Event().wait()
+
+
+def loop_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "kibitz.server.loops.supervisor"]
+
+
+async def test_repeated_failures_are_logged_once_with_a_traceback_then_summarised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kibitz.server.loops.supervisor")
+    body = FailsAs(*(ConnectionError(f"refused {i}") for i in range(400)), KeyError("x"))
+    supervisor = Supervisor(Backoff(first_s=0.002, cap_s=0.004), log_every_s=0.3)
+    supervisor.start("outage", body)
+    try:
+        await wait_until(lambda: body.calls > 401, within=10.0)
+    finally:
+        await supervisor.stop()
+    lines = loop_lines(caplog)
+    assert supervisor.status()["outage"]["restarts"] == 401
+    first, *repeats, other = lines
+    assert first.levelno == logging.WARNING and first.exc_info is not None
+    assert "ConnectionError" in first.getMessage()
+    # 400 failures over ~1-2 s: a summary at most every 0.3 s, each with its count.
+    assert 1 <= len(repeats) <= 8, [r.getMessage() for r in repeats]
+    assert all(r.exc_info is None and "ConnectionError" in r.getMessage() for r in repeats)
+    counted = sum(int(re.search(r"(\d+) more", r.getMessage()).group(1)) for r in repeats)
+    assert counted == 399  # every failure counted once: in a summary or flushed
+    assert other.exc_info is not None and "KeyError" in other.getMessage()
+
+
+async def test_a_new_failure_after_a_healthy_run_gets_its_traceback_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kibitz.server.loops.supervisor")
+    runs: list[float] = []
+
+    async def fails_after_a_healthy_run() -> None:
+        runs.append(time.monotonic())
+        if len(runs) == 2:
+            await asyncio.sleep(0.15)  # healthy: past healthy_s
+        if len(runs) <= 2:
+            raise ConnectionError("away")
+        await asyncio.Event().wait()
+
+    supervisor = Supervisor(Backoff(first_s=0.01, cap_s=0.02, healthy_s=0.1), log_every_s=60)
+    supervisor.start("again", fails_after_a_healthy_run)
+    try:
+        await wait_until(lambda: len(runs) == 3)
+    finally:
+        await supervisor.stop()
+    tracebacks = [r for r in loop_lines(caplog) if r.exc_info is not None]
+    assert len(tracebacks) == 2
+
+
+async def test_each_loop_may_have_its_own_backoff_parameters() -> None:
+    quick, slow = FailsAs(*[OSError("x")] * 5), FailsAs(*[OSError("x")] * 5)
+    supervisor = Supervisor(Backoff(first_s=5.0, cap_s=5.0))
+    supervisor.start("quick", quick, backoff=Backoff(first_s=0.01, cap_s=0.02))
+    supervisor.start("slow", slow)  # the supervisor's own: 2.5 s or more before a restart
+    try:
+        await wait_until(lambda: quick.calls == 6, within=2.0)
+        assert slow.calls == 1
+        assert supervisor.status()["slow"]["state"] == "backing_off"
+    finally:
+        await supervisor.stop()

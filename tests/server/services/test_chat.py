@@ -16,17 +16,9 @@ from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.keys import ARCHIVE, room_key
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture(scope="module")
-def nodes(redis_server) -> list[ServerProcess]:
-    processes = [start_server(redis_server.url), start_server(redis_server.url)]
-    yield processes
-    for process in processes:
-        process.stop()
 
 
 def is_chat(room: str, channel: str | None = None, replay: bool = False):

@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
-from kibitz.shared.bus.connect import command_client
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.link import LinkedRedis
 from kibitz.shared.bus.stats import BlockingServerStats, ServerStats
@@ -18,21 +16,6 @@ from kibitz.shared.bus.stats import BlockingServerStats, ServerStats
 pytestmark = pytest.mark.asyncio
 
 ROOM = "chatroom01"
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("chat-log-redis"), persist=False).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def client(own_redis: EmbeddedRedis) -> AsyncIterator[LinkedRedis]:
-    redis = command_client(own_redis.url)
-    await redis.flushall()
-    yield redis
-    await redis.aclose()
 
 
 def line(text: str) -> str:

@@ -8,35 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from kibitz.shared.bus import keys
-from kibitz.shared.bus.connect import command_client
-from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.limits import CONNS_TTL_S, AddressCounters
 from kibitz.shared.bus.link import LinkedRedis
 
 pytestmark = pytest.mark.asyncio
 
 ADDRESS = "192.0.2.7"  # documentation range
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("limits-redis"), persist=False).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def client(own_redis: EmbeddedRedis) -> AsyncIterator[LinkedRedis]:
-    """The node's own kind of client (pipelined link), on an empty Redis."""
-    redis = command_client(own_redis.url)
-    await redis.flushall()
-    yield redis
-    await redis.aclose()
 
 
 async def test_the_sliding_window_never_admits_more_than_the_budget(

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from kibitz.shared.bus import keys
-from kibitz.shared.bus.connect import command_client
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.link import LinkedRedis
 from kibitz.shared.bus.lobby import LiveEntry, LiveRooms, SeekBoard
@@ -18,20 +16,11 @@ from kibitz.shared.bus.lobby import LiveEntry, LiveRooms, SeekBoard
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("lobby-redis"), persist=False).start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-async def client(own_redis: EmbeddedRedis) -> AsyncIterator[LinkedRedis]:
-    redis = command_client(own_redis.url)
-    await redis.flushall()
-    await redis.set(keys.node_key("node-a"), "1")  # a live node
-    yield redis
-    await redis.aclose()
+async def client(client: LinkedRedis) -> LinkedRedis:
+    """The bus tests' client (tests/shared/bus/conftest.py), with one live node."""
+    await client.set(keys.node_key("node-a"), "1")
+    return client
 
 
 def seek(seek_id: str, conn: str = "c1", address: str = "10.0.0.1", node: str = "node-a") -> str:

@@ -3,7 +3,8 @@ writes nothing, every key a script touches is one it was handed (but the documen
 exceptions), a room's keys share one cluster slot, the commit's KEYS and ARGV are named
 alike in Python and in its Lua file, and a missing script file fails the import.
 
-Real Redis (the session's ``redis_server``); MONITOR shows what the scripts run.
+Real Redis (a private one per module, ``own_redis``: nothing else writes to it); MONITOR
+shows what the scripts run.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ MONITOR_S = 5.0  # and seconds
 
 
 @pytest.fixture
-async def store(redis_server: EmbeddedRedis) -> AsyncIterator[RoomStore]:
-    client = aioredis.from_url(redis_server.url, decode_responses=True)
+async def store(own_redis: EmbeddedRedis) -> AsyncIterator[RoomStore]:
+    client = aioredis.from_url(own_redis.url, decode_responses=True)
     bus = RoomStore(client, node="n-" + uuid.uuid4().hex[:6])
     await bus.ensure_groups()
     await bus.heartbeat()
@@ -121,9 +122,9 @@ async def _keyspace(url: str) -> dict[bytes, Any]:
 
 
 async def test_a_commit_at_a_stale_version_changes_nothing(
-    store: RoomStore, redis_server: EmbeddedRedis
+    store: RoomStore, own_redis: EmbeddedRedis
 ) -> None:
-    url, room_id = redis_server.url, _room_id()
+    url, room_id = own_redis.url, _room_id()
     await store.commit_plan(_plan(room_id, -1, 0, status="waiting"))
     await store.commit_plan(_plan(room_id, 0, 1))
     pubsub = store.redis.pubsub()
@@ -141,9 +142,9 @@ async def test_a_commit_at_a_stale_version_changes_nothing(
 
 
 async def test_a_refused_ai_game_or_job_changes_nothing(
-    store: RoomStore, redis_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+    store: RoomStore, own_redis: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = redis_server.url
+    url = own_redis.url
     owner = "10.8." + str(uuid.uuid4().int % 250) + ".1"
     first = _room_id()
     await store.commit_plan(_plan(first, -1, 0, ai_games=AiGames(owner, "create", limit=1)))
@@ -164,7 +165,7 @@ async def test_a_refused_ai_game_or_job_changes_nothing(
     [{"status": "lost"}, {"seat_flags": "h"}, {"seat_flags": "hx"}, {"expected_version": -2}],
 )
 async def test_a_plan_the_script_would_misread_is_refused_before_sending(
-    store: RoomStore, redis_server: EmbeddedRedis, change: dict[str, Any]
+    store: RoomStore, own_redis: EmbeddedRedis, change: dict[str, Any]
 ) -> None:
     room_id = _room_id()
     with pytest.raises(ValueError):
@@ -298,10 +299,10 @@ def _exception(key: str) -> bool:
 
 
 async def test_every_key_a_store_script_touches_is_handed_to_it(
-    store: RoomStore, redis_server: EmbeddedRedis
+    store: RoomStore, own_redis: EmbeddedRedis
 ) -> None:
     room_id = _room_id()
-    monitor = LuaMonitor(redis_server.url)
+    monitor = LuaMonitor(own_redis.url)
     try:
         plan = _plan(room_id, -1, 0, status="waiting")
         handed = set(store.commit_call(plan)[0])

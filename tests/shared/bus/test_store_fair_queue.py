@@ -19,8 +19,8 @@ from kibitz.shared.bus.fair_queue import FairQueue
 
 
 @pytest.fixture
-def client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
-    r = redis.Redis.from_url(redis_server.url, decode_responses=True)
+def client(own_redis: EmbeddedRedis) -> Iterator[redis.Redis]:
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
     for key in (keys.AI_READY, keys.AI_WAITING, keys.AI_OWNERS, keys.AI_CLOCK,
                 keys.AI_WORKERS_LIVE, keys.JOBS):  # fmt: skip
         r.delete(key)

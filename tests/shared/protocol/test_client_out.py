@@ -86,7 +86,7 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
         out.ChatLines("r1", "players", [CHAT_LINE]),
         {"type": "chat", "room": "r1", "channel": "players", "messages": [CHAT_LINE]},
     ),
-    "chat+replay": (  # {**chat_message(...), "replay": True}
+    "chat+replay": (  # a chat message with "replay": True
         out.ChatLines("r1", "spectators", [CHAT_LINE], replay=True),
         {
             "type": "chat", "room": "r1", "channel": "spectators", "messages": [CHAT_LINE],

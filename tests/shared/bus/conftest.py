@@ -1,0 +1,29 @@
+"""Fixtures of the bus's tests: a private Redis for each test module, and the node's own
+kind of client (the pipelined link) on it, emptied for each test. A module that needs
+another client defines its own ``client``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from kibitz.shared.bus.connect import command_client
+from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.link import LinkedRedis
+
+
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("bus-redis"), persist=False).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def client(own_redis: EmbeddedRedis) -> AsyncIterator[LinkedRedis]:
+    """The node's own kind of client (pipelined link), on an empty Redis."""
+    redis = command_client(own_redis.url)
+    await redis.flushall()
+    yield redis
+    await redis.aclose()
