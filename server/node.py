@@ -63,6 +63,7 @@ from kibitz.shared.bus.keys import SEEKS_CHANNEL
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.bus.lobby import LiveRooms, SeekBoard
 from kibitz.shared.bus.store import HEARTBEAT_S
+from kibitz.shared.bus.upgrade import tag_room_keys
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,9 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     await ping(redis)
     lifetimes = lifetimes_of(config)
     store = RoomStore(redis, node, lifetimes.waiting_ttl_ms, lifetimes.finished_ttl_ms)
+    renamed = await tag_room_keys(redis)  # rooms left by a kibitz before the tagged keys
+    if renamed:
+        log.info("renamed %d room keys to their tagged names (shared/bus/keys.py)", renamed)
     await store.heartbeat()
     await store.ensure_groups()
     # One room budget for every way a room is made (create here, seeks, rematches).
