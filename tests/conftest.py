@@ -56,6 +56,14 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """A Redis of the test module's own: no other test's server reads or counts there."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("own-redis"), persist=False).start()
+    yield server
+    server.stop()
+
+
 @dataclass
 class ServerProcess:
     """A ``kibitz serve`` child process; ``http_url`` is where it listens."""

@@ -53,14 +53,6 @@ ROOM_KEYS = ("kibitz:room:{{{}}}", "kibitz:room:{{{}}}:events", "kibitz:room:{{{
 
 
 @pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own: no other server counts rooms or sweeps there."""
-    server = EmbeddedRedis(tmp_path_factory.mktemp("budget-redis"), persist=False).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def node(
     own_redis: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:

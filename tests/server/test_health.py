@@ -53,14 +53,19 @@ async def test_healthz_follows_a_frozen_redis_and_the_node_delivers_after(tmp_pa
         finally:
             redis.process.send_signal(signal.SIGCONT)
         took, _ = await wait_for_health(node.http_url, 200, within=10)
-        await a.move(room, "5")
-        state = await b.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=5)
-        assert [m["move"] for m in state["moves"]] == ["5"]
-        await a.close()
-        await b.close()
+        await plays_on(a, b, room)
     finally:
         node.stop()
         redis.stop()
+
+
+async def plays_on(a: KibitzClient, b: KibitzClient, room: str) -> None:
+    """A move by ``a`` reaches ``b`` (the node delivers again), then both leave."""
+    await a.move(room, "5")
+    state = await b.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=5)
+    assert [m["move"] for m in state["moves"]] == ["5"]
+    await a.close()
+    await b.close()
 
 
 #: The loops every node runs under its supervisor (server/node.py, server/cli/serve.py).
@@ -144,11 +149,7 @@ async def test_a_frozen_redis_fails_the_loops_and_the_supervisor_runs_them_all_a
                 restarts = restarts_in(await r.text())
         assert sum(restarts.values()) >= 3, restarts
         await wait_for_health(node.http_url, 200, within=10)
-        await a.move(room, "5")
-        state = await b.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=5)
-        assert [m["move"] for m in state["moves"]] == ["5"]
-        await a.close()
-        await b.close()
+        await plays_on(a, b, room)
     finally:
         node.stop()
         redis.stop()

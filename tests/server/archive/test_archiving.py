@@ -53,14 +53,6 @@ async def archived_ttls(redis: Any, room: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own: no other test's server reads its archive stream."""
-    server = EmbeddedRedis(tmp_path_factory.mktemp("archive-redis"), persist=False).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("archive-db") / "games.sqlite3"
 

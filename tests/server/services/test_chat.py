@@ -14,7 +14,6 @@ from kibitz.server.domain.room import Room, Seat
 from kibitz.server.services.chat import ChatStore, record_chat, settle_record_chat
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
-from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.keys import ARCHIVE, room_key
 from tests.conftest import ServerProcess
 
@@ -229,14 +228,6 @@ async def test_a_joining_player_gets_the_players_chat_so_far(nodes) -> None:
             await b.join(room)
             replay = await b.next_message(is_chat(room, "players", replay=True))
             assert [m["text"] for m in replay["messages"]] == ["anyone?"]
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory):
-    """A Redis no server reads: the archive stream is seen as the chat script leaves it."""
-    server = EmbeddedRedis(tmp_path_factory.mktemp("chat-redis"), persist=False).start()
-    yield server
-    server.stop()
 
 
 async def test_a_line_after_the_end_queues_the_room_for_the_archive_once(own_redis) -> None:

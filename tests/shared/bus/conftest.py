@@ -1,23 +1,16 @@
-"""Fixtures of the bus's tests: a private Redis for each test module, and the node's own
-kind of client (the pipelined link) on it, emptied for each test. A module that needs
-another client defines its own ``client``."""
+"""Fixtures of the bus's tests: the node's own kind of client (the pipelined link) on
+the module's private Redis (``own_redis``, tests/conftest.py), emptied for each test. A
+module that needs another client defines its own ``client``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from kibitz.shared.bus.connect import command_client
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.link import LinkedRedis
-
-
-@pytest.fixture(scope="module")
-def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("bus-redis"), persist=False).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
