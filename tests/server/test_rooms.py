@@ -40,16 +40,20 @@ async def test_health_and_games(live_server) -> None:
     assert "tictactoe" in names and "matches" in names
 
 
-async def ai_moves_applied(server) -> float:
+async def move_counters(server) -> tuple[float, float]:
+    """The node's counts of AI moves applied from workers' results and of fallback moves."""
     async with aiohttp.ClientSession() as session:
         async with session.get(server.http_url + "/metrics") as resp:
             text = await resp.text()
-    lines = [line for line in text.splitlines() if line.startswith("kibitz_ai_moves_total")]
-    return float(lines[0].split()[-1])
+
+    def value(name: str) -> float:
+        return float(next(line for line in text.splitlines() if line.startswith(name)).split()[-1])
+
+    return value("kibitz_ai_moves_total"), value("kibitz_fallback_moves_total")
 
 
 async def test_ai_game_moves_come_from_workers(live_server) -> None:
-    applied_before = await ai_moves_applied(live_server)
+    applied_before, fallbacks_before = await move_counters(live_server)
     async with await KibitzClient.open(live_server.http_url) as client:
         reply = await client.create("tictactoe", "ai:8", seat=0)
         room = reply["room"]
@@ -57,9 +61,17 @@ async def test_ai_game_moves_come_from_workers(live_server) -> None:
     assert final["result"]["winner"] in (None, 1), final["result"]
     ai_moves = [m for m in final["moves"] if m["seat"] == 1]
     assert len(ai_moves) >= 3  # O needs at least three moves to end the game
-    # Each AI move was applied from a worker's result (the counter counts those only;
-    # the server's own fallback moves are not counted).
-    assert await ai_moves_applied(live_server) - applied_before == len(ai_moves)
+    # Each AI move was applied from a worker's result (that counter counts those only; the
+    # server's own fallback moves have a counter of their own). The node counts a result
+    # just after its commit, which the client may see first: read until it is counted.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while True:
+        applied, fallbacks = await move_counters(live_server)
+        if applied - applied_before >= len(ai_moves) or loop.time() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    assert (applied - applied_before, fallbacks - fallbacks_before) == (len(ai_moves), 0)
     status = await get_json(live_server.http_url + "/api/status")
     assert sum(int(w["done"]) for w in status["workers"]) >= len(ai_moves)
 
