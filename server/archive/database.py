@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from kibitz.server.archive.tables import analyses, games
 from kibitz.server.domain.cursor import ARCHIVE_ID, Cursor, decode_cursor
 from kibitz.shared import fastjson
 
@@ -42,40 +43,6 @@ log = logging.getLogger(__name__)
 MAX_PAGE = 100  # records per list() call
 MIGRATION_ATTEMPTS = 5  # several nodes may start at once on one database
 SQLITE_BUSY_MS = 10_000  # a writer waits this long for another process's lock
-
-metadata = sa.MetaData()
-
-#: The table as the newest migration leaves it (kept in step with migrations/versions).
-games = sa.Table(
-    "games",
-    metadata,
-    sa.Column("id", sa.String(32), primary_key=True),
-    sa.Column("game", sa.String(32), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("started_ms", sa.BigInteger, nullable=False),
-    sa.Column("ended_ms", sa.BigInteger, nullable=False),
-    sa.Column("player0", sa.Text, nullable=True),
-    sa.Column("player1", sa.Text, nullable=True),
-    sa.Column("winner", sa.SmallInteger, nullable=True),
-    sa.Column("reason", sa.Text, nullable=True),
-    sa.Column("record", sa.JSON, nullable=False),
-    sa.Index("games_by_end", "ended_ms", "id"),
-    sa.Index("games_by_game", "game", "ended_ms", "id"),
-    sa.Index("games_by_player0", "player0", "ended_ms", "id"),
-    sa.Index("games_by_player1", "player1", "ended_ms", "id"),
-)
-
-
-#: A finished game's analysis (migration 0002): the evaluations of its positions, its
-#: moves judged and the players' accuracy, as JSON, keyed by the game's id.
-analyses = sa.Table(
-    "analyses",
-    metadata,
-    sa.Column("game_id", sa.String(32), primary_key=True),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("finished_ms", sa.BigInteger, nullable=False),
-    sa.Column("analysis", sa.JSON, nullable=False),
-)
 
 
 class ArchiveError(ValueError):

@@ -25,6 +25,7 @@ from kibitz.server.appkeys import (
     SEEKS_KEY,
     WS_COMPRESSION_KEY,
 )
+from kibitz.server.domain.players import Account
 from kibitz.server.fanout.connection import Connection
 from kibitz.server.gateway.limits import client_address, origin_allowed
 from kibitz.server.gateway.session import Session
@@ -77,12 +78,15 @@ async def admit(app: web.Application, remote: str | None, headers: Mapping[str, 
     return address
 
 
-def open_session(app: web.Application, conn: Connection, address: str) -> Session:
-    """A socket is open: register it, greet it, and give it its session."""
+def open_session(
+    app: web.Application, conn: Connection, address: str, account: Account | None = None
+) -> Session:
+    """A socket is open: register it, greet it, and give it its session (acting for
+    ``account``, or a guest)."""
     app[HUB_KEY].add(conn)
     app[METRICS_KEY].connections.inc()
     conn.send(Welcome(app[NODE_KEY]).to_dict())
-    return Session(app, conn, address)
+    return Session(app, conn, address, account)
 
 
 async def session_closed(session: Session) -> None:

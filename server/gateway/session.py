@@ -29,6 +29,7 @@ from kibitz.server.appkeys import (
     SERVICE_KEY,
 )
 from kibitz.server.domain import room as rooms
+from kibitz.server.domain.players import Account
 from kibitz.server.domain.room import Room, RoomError, new_token, seat_for_token
 from kibitz.server.fanout.connection import Connection
 from kibitz.server.services.chat import Channel, ChatRate, channel_of, check_text, sender
@@ -65,10 +66,15 @@ _SESSION_NUMBERS = itertools.count(1)
 class Session:
     """One connection's message loop: validation at the edge, then the room service."""
 
-    def __init__(self, app: web.Application, conn: Connection, address: str) -> None:
+    def __init__(
+        self, app: web.Application, conn: Connection, address: str, account: Account | None = None
+    ) -> None:
         self.app = app
         self.conn = conn
         self.address = address  # the client's address, for per-address limits
+        #: The signed-in player this socket acts for (from the session cookie or API token
+        #: at the handshake: server/gateway/admission.py); None for a guest.
+        self.account = account
         self.service = app[SERVICE_KEY]
         self.hub = app[HUB_KEY]
         self.metrics = app[METRICS_KEY]

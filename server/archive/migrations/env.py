@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from kibitz.server.archive.database import metadata
+from kibitz.server.archive.tables import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:

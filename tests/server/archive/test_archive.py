@@ -115,6 +115,22 @@ async def test_migrations_run_once_and_keep_the_data(archive: Archive) -> None:
         await again.close()
 
 
+async def test_the_migrations_make_the_tables_the_code_declares(archive: Archive) -> None:
+    """Alembic's comparison of the migrated database with server/archive/tables.py finds
+    nothing to add, drop or change (tables, columns, indexes)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from kibitz.server.archive.tables import metadata
+
+    def differences(connection):  # type: ignore[no-untyped-def]
+        return compare_metadata(MigrationContext.configure(connection), metadata)
+
+    async with archive.engine.connect() as conn:
+        found = await conn.run_sync(differences)
+    assert found == []
+
+
 def test_record_of_a_room_and_its_events() -> None:
     room = Room(
         id="abcd1234",
