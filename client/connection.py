@@ -423,12 +423,16 @@ class KibitzClient:
         player_key: str | None = None,
         clock: dict[str, int] | None = None,
         position: str | None = None,
+        rated: bool = False,
     ) -> dict[str, Any]:
         """Create a room and take a seat; ``player_key`` (see :func:`new_player_key`)
         makes the seat's public ``player`` id that key's; ``clock``: the time control,
         ``{"initial_ms": N, "increment_ms": M}`` or ``{"days_per_move": D}`` (None:
-        untimed); ``position``: start from this position text."""
+        untimed); ``position``: start from this position text; ``rated``: a rated game
+        (the socket must be signed in; docs/protocol.md, Rated rooms)."""
         message: dict[str, Any] = {"type": "create", "game": game, "opponent": opponent}
+        if rated:
+            message["rated"] = True
         if clock is not None:
             message["clock"] = clock
         if position is not None:
@@ -543,10 +547,13 @@ class KibitzClient:
         seat: int | str = "random",
         name: str | None = None,
         player_key: str | None = None,
+        rated: bool = False,
+        rating_range: Sequence[int] | None = None,
     ) -> dict[str, Any]:
         """Open a seek in the lobby (``seat``: ours, 0, 1 or "random"); the seek as listed.
         When someone accepts it we get a ``seat`` message with ``"seek": id`` and then the
-        room's ``state`` (see :meth:`wait_seek_accepted`)."""
+        room's ``state`` (see :meth:`wait_seek_accepted`). ``rated`` and ``rating_range``
+        ([min, max]: the acceptor's rating) need a signed-in socket."""
         message: dict[str, Any] = {"type": "seek", "game": game, "seat": seat}
         if options:
             message["options"] = options
@@ -556,9 +563,46 @@ class KibitzClient:
             message["name"] = name
         if player_key:
             message["player_key"] = player_key
+        if rated:
+            message["rated"] = True
+        if rating_range is not None:
+            message["rating_range"] = list(rating_range)
         reply = await self.request(message)
         seek: dict[str, Any] = reply["seek"]
         return seek
+
+    async def pool_join(
+        self,
+        game: str,
+        clock: dict[str, int] | None = None,
+        rated: bool = False,
+        name: str | None = None,
+        player_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Wait in the quick pairing pool of (game, clock, rated); the ``pool_joined``
+        reply. Once paired we get a ``seat`` message (see :meth:`wait_paired`)."""
+        message: dict[str, Any] = {"type": "pool_join", "game": game, "rated": rated}
+        if clock is not None:
+            message["clock"] = clock
+        if name:
+            message["name"] = name
+        if player_key:
+            message["player_key"] = player_key
+        return await self.request(message)
+
+    async def pool_leave(self) -> None:
+        """Stop waiting in the pool."""
+        await self.request({"type": "pool_leave"})
+
+    async def wait_paired(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The ``seat`` message of a pairing (the room's ``state`` follows); we hold the
+        seat's token from then on."""
+        seat = await self.next_message(
+            lambda m: m["type"] == "seat" and "rid" not in m and "seek" not in m, timeout
+        )
+        self.tokens[seat["room"]] = (seat["seat"], seat["token"])
+        self.following.add(seat["room"])
+        return seat
 
     async def unseek(self, seek: str) -> None:
         """Withdraw one of our seeks."""

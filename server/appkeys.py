@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from kibitz.server.accounts.service import AccountService
     from kibitz.server.archive.database import Archive
     from kibitz.server.config import NodeConfig
     from kibitz.server.fanout.hub import Hub
     from kibitz.server.loops.supervisor import Supervisor
     from kibitz.server.metrics import Metrics
+    from kibitz.server.moderation.service import Moderation
+    from kibitz.server.ratings.store import RatingStore
     from kibitz.server.services.analysis import AnalysisQueue
     from kibitz.server.services.chat import ChatStore
     from kibitz.server.services.limits import AddressLimiter, Limits
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from kibitz.shared.bus.chat import ChatLog
     from kibitz.shared.bus.connect import AsyncClient
     from kibitz.shared.bus.lobby import LiveRooms
+    from kibitz.shared.bus.throttle import Throttle
 
 STORE_KEY: web.AppKey[RoomStore] = web.AppKey("store")
 SERVICE_KEY: web.AppKey[RoomService] = web.AppKey("service")
@@ -58,3 +62,11 @@ ANALYSIS_KEY: web.AppKey[AnalysisQueue] = web.AppKey("analysis")
 SEEKS_KEY: web.AppKey[Seeks] = web.AppKey("seeks")
 #: Per-message deflate on WebSocket frames (off by default: see docs/operations.md).
 WS_COMPRESSION_KEY = web.AppKey("ws_compression", bool)
+#: Blocks, reports, mutes, marks, bans and abandonments (server/moderation/service.py).
+MODERATION_KEY: web.AppKey[Moderation] = web.AppKey("moderation")
+#: Accounts, their sessions and API tokens (server/accounts/service.py).
+ACCOUNTS_KEY: web.AppKey[AccountService] = web.AppKey("accounts")
+#: Glicko-2 ratings: seat ratings, the exactly-once apply, history (server/ratings/store.py).
+RATINGS_KEY: web.AppKey[RatingStore] = web.AppKey("ratings")
+#: Log-in and sign-up throttles counted in Redis (shared/bus/throttle.py).
+THROTTLE_KEY: web.AppKey[Throttle] = web.AppKey("throttle")

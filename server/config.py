@@ -123,6 +123,10 @@ class NodeConfig:
         0, "fault injection: the archiver waits this long between read and write (tests)",
         None, "KIBITZ_ARCHIVE_DELAY_MS", 0, 600_000,
     )  # fmt: skip
+    archive_release_delay_ms: int = setting(
+        0, "fault injection: the archiver waits this long between the database write and "
+        "the acknowledgement (tests)", None, "KIBITZ_ARCHIVE_RELEASE_DELAY_MS", 0, 600_000,
+    )  # fmt: skip
     # -- per client address, counted across all nodes
     max_connections_per_address: int = setting(
         200, "open WebSockets per client address", "--max-connections-per-address",
@@ -133,8 +137,13 @@ class NodeConfig:
         "KIBITZ_MAX_CREATES_PER_MINUTE", 0, 1_000_000,
     )  # fmt: skip
     max_ai_games_per_address: int = setting(
-        8, "unfinished games against the AI per client address",
-        "--max-ai-games-per-address", "KIBITZ_MAX_AI_GAMES_PER_ADDRESS", 0, 1_000_000,
+        8, "games against the AI one person (an account, or a guest's address) may be "
+        "playing", "--max-ai-games-per-address", "KIBITZ_MAX_AI_GAMES_PER_ADDRESS", 0,
+        1_000_000,
+    )  # fmt: skip
+    ai_game_grace_s: float = setting(
+        600.0, "a game against the AI whose player has been gone this long stops counting "
+        "toward max_ai_games_per_address", "--ai-game-grace", "KIBITZ_AI_GAME_GRACE", 0, DAY_S,
     )  # fmt: skip
     allow_origins: tuple[str, ...] = setting(
         (), "page origins allowed to open WebSockets besides our own ('*': any)",
@@ -160,6 +169,30 @@ class NodeConfig:
     slow_client_s: float = setting(
         10.0, "a client whose frame waited this long to be written is dropped (tests)",
         None, "KIBITZ_SLOW_CLIENT_S", 0, 3600,
+    )  # fmt: skip
+    pool_widen_every_s: float = setting(
+        5.0, "a player waiting in the quick pairing pool has their rating window widened "
+        "by 50 this often (tests shorten it)", None, "KIBITZ_POOL_WIDEN_EVERY_S", 0.05, 3600,
+    )  # fmt: skip
+    # -- accounts (server/accounts/, shared/bus/throttle.py; docs/accounts.md)
+    session_ttl_s: float = setting(
+        30 * DAY_S, "a log-in session lasts this long", None, "KIBITZ_SESSION_TTL", 1, YEAR_S,
+    )  # fmt: skip
+    login_failures_per_account: int = setting(
+        5, "failed log-ins per username per login_window_s, across all nodes", None,
+        "KIBITZ_LOGIN_FAILURES_PER_ACCOUNT", 1, 1_000_000,
+    )  # fmt: skip
+    login_failures_per_address: int = setting(
+        30, "failed log-ins per client address per login_window_s, across all nodes", None,
+        "KIBITZ_LOGIN_FAILURES_PER_ADDRESS", 1, 1_000_000,
+    )  # fmt: skip
+    login_window_s: float = setting(
+        900.0, "the window failed log-ins are counted in", None, "KIBITZ_LOGIN_WINDOW", 1,
+        DAY_S,
+    )  # fmt: skip
+    signups_per_address_per_hour: int = setting(
+        5, "accounts made per client address per hour, across all nodes", None,
+        "KIBITZ_SIGNUPS_PER_ADDRESS", 1, 1_000_000,
     )  # fmt: skip
     # -- the node's own resources
     redis_pool: int = setting(

@@ -19,7 +19,9 @@ import uuid
 
 from aiohttp import web
 
+from kibitz.server.accounts.service import AccountService
 from kibitz.server.appkeys import (
+    ACCOUNTS_KEY,
     ANALYSIS_KEY,
     ARCHIVE_KEY,
     CHAT_KEY,
@@ -31,38 +33,58 @@ from kibitz.server.appkeys import (
     LISTENING_ORIGINS_KEY,
     LIVE_ROOMS_KEY,
     METRICS_KEY,
+    MODERATION_KEY,
     NODE_KEY,
+    RATINGS_KEY,
     REDIS_KEY,
     SEEKS_KEY,
     SERVICE_KEY,
     STATUS_KEY,
     STORE_KEY,
     SUPERVISOR_KEY,
+    THROTTLE_KEY,
     WS_COMPRESSION_KEY,
 )
 from kibitz.server.archive.database import Archive, display_url
 from kibitz.server.config import NodeConfig
 from kibitz.server.fanout.hub import Hub
 from kibitz.server.fanout.listener import BACKOFF_MAX_S, BACKOFF_MIN_S, PROBE_S
-from kibitz.server.gateway import admission
-from kibitz.server.http import games, metrics, rooms, static, status
+from kibitz.server.gateway import admission, csrf
+from kibitz.server.http import (
+    auth,
+    games,
+    metrics,
+    moderation,
+    players,
+    rooms,
+    static,
+    status,
+    tokens,
+)
 from kibitz.server.loops.archiver import Archiver, Lifetimes
 from kibitz.server.loops.deadlines import DeadlineSweeper
 from kibitz.server.loops.results import ResultsConsumer
 from kibitz.server.loops.supervisor import Backoff, Supervisor
 from kibitz.server.metrics import Metrics
+from kibitz.server.moderation.hooks import timeout_hook
+from kibitz.server.moderation.service import Moderation
+from kibitz.server.ratings.store import RatingStore
 from kibitz.server.services.analysis import AnalysisCollector, AnalysisQueue
 from kibitz.server.services.chat import ChatStore
 from kibitz.server.services.limits import AddressLimiter, Limits
+from kibitz.server.services.pool import Pool
 from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
 from kibitz.server.services.seeks import PUSH_INTERVAL_S, Seeks
+from kibitz.shared.bus.bans import BanMirror
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import command_client, ping
-from kibitz.shared.bus.keys import SEEKS_CHANNEL
+from kibitz.shared.bus.keys import POOL_CHANNEL, SEEKS_CHANNEL
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.bus.lobby import LiveRooms, SeekBoard
+from kibitz.shared.bus.pool import PoolBoard
 from kibitz.shared.bus.store import HEARTBEAT_S
+from kibitz.shared.bus.throttle import Throttle
 from kibitz.shared.bus.upgrade import tag_room_keys
 
 log = logging.getLogger(__name__)
@@ -98,9 +120,12 @@ RESTARTS: dict[str, Backoff] = {
     "results": Backoff(0.2, 2.0),
     "deadlines": Backoff(0.1, 1.0),
     "lobby": Backoff(PUSH_INTERVAL_S, 2.0),
+    "pool": Backoff(0.5, 2.0),  # players waiting to be paired
     # Finished games and analyses: their entries wait, pending, in Redis meanwhile.
     "archiver": Backoff(0.5, 5.0),
     "analysis": Backoff(0.5, 5.0),
+    # The ban mirror: a ban made by ``kibitz admin`` reaches the node soon after.
+    "bans": Backoff(0.5, 2.0),
 }
 
 
@@ -125,7 +150,7 @@ def build_app(
     private Redis ``kibitz serve`` started); ``database_url``: where finished games go (the
     default, an in-memory SQLite, is for tests); ``limits``: the per-address limits and
     origins as parsed from the config (server/cli/serve.py; default: ``Limits()``)."""
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[csrf.csrf_middleware])
     app[CONFIG_KEY] = config
     app[LIMITS_KEY] = limits or Limits()
     # Opaque: /healthz, /api/status and every welcome show it to anybody, and a host name
@@ -154,7 +179,11 @@ def add_routes(app: web.Application) -> None:
     metrics.register(app)  # /metrics
     app.router.add_get("/ws", admission.websocket)
     games.register(app)  # /api/games (also the catalogue), /api/games/{id}...
+    auth.register(app)  # /api/auth/... (sign-up, log-in, sessions)
+    tokens.register(app)  # /api/tokens
+    moderation.register(app)  # /api/players/{name}/block, /api/blocks, /api/reports, /api/mod/...
     rooms.register(app)  # /api/rooms..., /api/seeks
+    players.register(app)  # /api/leaderboard/..., /api/players/{name}[/history|/rating.svg]
     static.register_files(app)  # /static/..., and the same files at the root
 
 
@@ -163,7 +192,10 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     config, node = app[CONFIG_KEY], app[NODE_KEY]
     log.info("node %s: process %d on %s", node, os.getpid(), socket.gethostname())
     app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
+    app[RATINGS_KEY] = ratings = RatingStore(archive.engine)
+    archive.before_save = ratings.apply  # a rated game's change in its archive transaction
     log.info("finished games go to %s", display_url(database_url))
+    app[ACCOUNTS_KEY] = AccountService(archive.engine, int(config.session_ttl_s * 1000))
     # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
     # listener waits indefinitely, on a subscription of its own (server/fanout/).
     redis = command_client(
@@ -181,30 +213,43 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     limiter = AddressLimiter(AddressCounters(redis, node), app[LIMITS_KEY])
     ai_games = app[LIMITS_KEY].ai_games_per_address
     first_move_ms = int(config.first_move_timeout_s * 1000)
-    service = RoomService(store, ai_games, first_move_ms, limiter, config.claim_after_ms)
+    service = RoomService(
+        store, ai_games, first_move_ms, limiter, config.claim_after_ms,
+        ai_game_grace_ms=int(config.ai_game_grace_s * 1000),
+    )  # fmt: skip
+    service.ratings = ratings  # signed-in seats read their ratings as they are taken
     await service.sync_clock()
     app[REDIS_KEY], app[STORE_KEY], app[SERVICE_KEY] = redis, store, service
     app[LIMITER_KEY] = limiter
+    app[THROTTLE_KEY] = Throttle(redis)
+    app[MODERATION_KEY] = bans = Moderation(archive.engine, BanMirror(redis))
+    await bans.sync(force=True)  # the ban mirror rebuilt from the database
     app[CHAT_LOG_KEY] = chat_log = ChatLog(redis)
     app[CHAT_KEY] = ChatStore(chat_log)
     app[LIVE_ROOMS_KEY] = LiveRooms(redis)
     app[ANALYSIS_KEY] = AnalysisQueue(redis)
-    app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node)
+    widen_ms = int(config.pool_widen_every_s * 1000)
+    pool = Pool(PoolBoard(redis), service, node, bans, widen_ms)
+    app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node, bans, pool)
     app[HUB_KEY] = hub = Hub(redis.link.address, service, node, config.slow_client_s)
     hub.channels[SEEKS_CHANNEL] = seeks.on_event
+    hub.channels[POOL_CHANNEL] = pool.on_event
     supervisor = app[SUPERVISOR_KEY]
     await hub.start(lambda name, body: supervisor.start(name, body, RESTARTS.get(name)))
     m = app[METRICS_KEY]
     archiver = Archiver(
-        redis, service, archive, chat_log, node, lifetimes, config.archive_delay_ms / 1000
-    )
+        redis, service, archive, chat_log, node, lifetimes, config.archive_delay_ms / 1000,
+        config.archive_release_delay_ms / 1000,
+    )  # fmt: skip
     loops = {
         "results": ResultsConsumer(redis, service, node, m.ai_moves, m.fallback_moves).run,
         "heartbeat": lambda: heartbeat(store),
         "archiver": archiver.run,
         "lobby": seeks.run,
-        "deadlines": DeadlineSweeper(service).run,
+        "pool": pool.run,
+        "deadlines": DeadlineSweeper(service, on_time_out=timeout_hook(service, bans)).run,
         "analysis": AnalysisCollector(redis, archive, node).run,
+        "bans": bans.run,
     }
     for name, body in loops.items():
         supervisor.start(name, body, RESTARTS.get(name))

@@ -151,7 +151,8 @@ function renderViewBar(state) {
   watchers.textContent = count ? `${count} watching` : "";
   watchers.hidden = count === 0;
   watchers.dataset.count = String(count);
-  $("time-control-label").textContent = timeControlText(state.clock);
+  $("time-control-label").textContent = `${timeControlText(state.clock)}${state.rated ? " · rated" : ""}`;
+  $("time-control-label").dataset.rated = String(Boolean(state.rated));
   $("flip-btn").setAttribute("aria-pressed", String(Boolean(store.flip)));
 }
 

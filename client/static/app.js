@@ -12,6 +12,11 @@
 //   game.js      the game screen and its choice dialog, with its panels actions.js (draw,
 //                takeback, abort, claim, rematch; the spectator's bar) and chat.js
 //   gamepage.js  the game page (?game=ID): a played game to step through and export
+//   players.js   the leaderboards (?leaderboard=GAME&speed=S) and profiles (?player=NAME)
+//   accountpage.js  the account page (?account=): password, sessions, API tokens
+//   account.js   the account menu in the top bar: log in, sign up, log out, claim
+//   civil.js     block and report a player (the game screen, the chat, profiles)
+//   forms.js     small forms in a modal dialog, errors shown in words
 //   router.js    which screen shows; the one way from one screen to another
 //   util.js      shared helpers: $, JSON over HTTP, the catalogue's words, board renderers
 //   clock.js     time controls and the ticking clocks
@@ -25,13 +30,16 @@
 // This file wires the page's shared parts (connection pill, error toast, copy buttons)
 // and each screen, dispatches the server's messages, and routes on load and on "back".
 
+import { loadAccount, wireAccount } from "./account.js";
+import "./accountpage.js";
 import { onChat, wireChat } from "./chat.js";
 import { hideError, showError } from "./errors.js";
 import { clearPending, onSeat, onState, onThinking, renderGame, wireGame } from "./game.js";
 import { wireGamePage } from "./gamepage.js";
 import { onLiveGames, wireLobby } from "./lobby.js";
+import "./players.js";
 import { leaveRoom, route } from "./router.js";
-import { onSeeks, wireSeeks } from "./seeks.js";
+import { onPaired, onSeeks, wireSeeks } from "./seeks.js";
 import { store } from "./store.js";
 import { $ } from "./util.js";
 
@@ -51,7 +59,7 @@ store.conn.addEventListener("message", (event) => {
   const message = event.detail;
   switch (message.type) {
     case "seat":
-      onSeat(message);
+      onSeat(message, onPaired(message));
       break;
     case "state":
       onState(message);
@@ -68,7 +76,7 @@ store.conn.addEventListener("message", (event) => {
       break;
     case "error":
       clearPending();
-      showError(message.code, message.message);
+      showError(message.code, message.message, message);
       if (store.state) renderGame();
       break;
     default:
@@ -112,6 +120,7 @@ function copyField(id, button) {
 }
 
 function wire() {
+  wireAccount();
   wireGamePage();
   wireGame();
   wireChat();
@@ -128,6 +137,7 @@ function wire() {
 wire();
 store.conn.connect();
 route();
+loadAccount();
 
 // For debugging in the console and for end-to-end tests: read-only peeks at the client.
 window.kibitz = {
@@ -136,6 +146,10 @@ window.kibitz = {
   },
   get you() {
     return store.you;
+  },
+  /** The signed-in account (null: a guest; undefined: not known yet). */
+  get account() {
+    return store.account;
   },
   get connection() {
     return store.conn.status;

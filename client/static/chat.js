@@ -6,7 +6,9 @@
 // Chat is text typed by other people: it is only ever put in the page as text nodes
 // (el() children, textContent), never as HTML. A panel of the game screen (game.js).
 
+import { currentAccount } from "./account.js";
 import { el } from "./boards/common.js";
+import { reportPlayer } from "./civil.js";
 import { friendlyError } from "./errors.js";
 import { prefs } from "./storage.js";
 import { store } from "./store.js";
@@ -50,9 +52,28 @@ function who(line) {
   const state = store.state;
   if (Number.isInteger(line.seat) && state) {
     const side = state.players[line.seat];
-    return line.name ? `${line.name} (${side})` : side;
+    const name = line.account || line.name;
+    return name ? `${name} (${side})` : side;
   }
-  return line.name || "Spectator";
+  return line.account || line.name || "Spectator";
+}
+
+/** A "Report" button on a line said by another account, for a signed-in reader. */
+function reportButton(line) {
+  const me = currentAccount();
+  if (!me || !line.account || line.account.toLowerCase() === me.username.toLowerCase()) return null;
+  return el(
+    "button",
+    {
+      type: "button",
+      class: "btn ghost small chat-report",
+      testid: "report-line",
+      title: `Report this line by ${line.account}`,
+      "aria-label": `Report this line by ${line.account}`,
+      onclick: () => reportPlayer(line.account, { room: chat.room, line: String(line.text ?? "") }),
+    },
+    ["Report"],
+  );
 }
 
 export function renderChat() {
@@ -70,6 +91,7 @@ export function renderChat() {
       el("li", { class: ["chat-line", Number.isInteger(line.seat) && line.seat === store.you && "mine"], testid: "chat-line" }, [
         el("strong", { class: "chat-who" }, [`${who(line)}: `]),
         el("span", { class: "chat-text" }, [String(line.text ?? "")]),
+        reportButton(line),
       ]),
     ),
   );

@@ -23,22 +23,33 @@ import {
   store,
   takeSeat,
 } from "./store.js";
-import { $, aiSeatText, boardFor, loadGames, playerName } from "./util.js";
+import { currentAccount } from "./account.js";
+import { blockPlayer, reportPlayer } from "./civil.js";
+import { $, aiSeatText, boardFor, botBadge, changeText, fetchJson, loadGames, playerName, profileHref, ratingText } from "./util.js";
 
 // Boards turned round for the second seat, so each player sees their own side at the bottom.
 const FLIP_FOR_SECOND_SEAT = new Set(["chess", "draughts", "oware"]);
 const MOVE_PENDING_MS = 10000;
+// A rated game's changes: the archiver writes them into the record within about a second
+// of the end; the end screen asks for the record until they are there (bounded).
+const RATINGS_POLL_MS = 800;
+const RATINGS_POLLS = 15;
+
+// The rating changes of the room on screen: {room, changes: [SEAT_CHANGE|null, ...] | null, polling}.
+const ratings = { room: null, changes: null, polling: false };
+let openSeatMenu = null; // the seat whose name menu is open, kept open across redraws
 
 let pendingTimer = null; // gives up waiting for the reply to a move
 
 // -- messages about the room on screen -------------------------------------------------------
 
-export function onSeat(message) {
+/** A seat taken: ours by a request, or made for us (`paired`: an accepted seek, the pool). */
+export function onSeat(message, paired = false) {
   const state = store.state;
   const game = state && state.room === message.room ? state.game : undefined;
   seatStore.put(message.room, { token: message.token, seat: message.seat, ...(game ? { game } : {}) });
-  if (message.seek !== undefined && message.room !== store.room) {
-    // Someone accepted our seek in the lobby: the game is on.
+  if (paired && message.room !== store.room) {
+    // Someone accepted our seek in the lobby, or the quick pairing found us an opponent.
     openRoom(message.room, "play");
     return;
   }
@@ -54,7 +65,7 @@ export function onState(message) {
   if (previous && message.version < previous.version) return; // a late duplicate
   if (message.you !== undefined) setYou(message.you);
   if (store.you !== null && store.you !== undefined && store.token) {
-    seatStore.put(message.room, { game: message.game, seat: store.you });
+    seatStore.put(message.room, { game: message.game, seat: store.you, over: message.status === "over" });
   }
   // The board before the last move, to show what it took (draughts captures).
   let prevView = store.prevView;
@@ -192,7 +203,7 @@ function playerText(state, seat) {
   const info = state.seats[seat];
   const player = state.players[seat];
   if (info && info.kind === "ai") return `${player} (${aiSeatText(state.game, info)})`;
-  if (info && info.name) return `${player} (${info.name})`;
+  if (info && (info.account || info.name)) return `${player} (${info.account || info.name})`;
   return player;
 }
 
@@ -269,6 +280,7 @@ export function renderGame() {
             "Watch the rematch",
           ])
         : null,
+      state.rated ? ratingChanges(state) : null,
     ];
     result.replaceChildren(...parts.filter(Boolean));
     result.hidden = false;
@@ -282,6 +294,91 @@ export function renderGame() {
   renderShare(state);
   renderActions(state, myTurn);
   renderBoard();
+}
+
+// -- a rated game's rating changes on the end screen -------------------------------------------
+
+/** The end screen's lines "White (ann): 1500 → 1512 (+12)", or a "working it out" line. */
+function ratingChanges(state) {
+  if (ratings.room !== state.room) Object.assign(ratings, { room: state.room, changes: null, polling: false });
+  if (!ratings.changes) {
+    if (!ratings.polling) pollRatings(state.room);
+    return el("p", { class: "rating-changes muted", testid: "rating-changes", dataset: { state: "pending" } }, [
+      ratings.polling === "gave-up" ? "The rating changes will show on the game's page." : "Updating the ratings…",
+    ]);
+  }
+  return el(
+    "ul",
+    { class: "rating-changes", testid: "rating-changes", dataset: { state: "done" } },
+    ratings.changes.map((change, seat) => {
+      if (!change) return null;
+      const info = state.seats[seat] || {};
+      const who = `${state.players[seat]} (${info.account || info.name || "?"})`;
+      const kind = change.change > 0 ? "up" : change.change < 0 ? "down" : "same";
+      return el("li", { testid: `rating-change-${seat}`, dataset: { change: String(change.change) } }, [
+        `${who}${store.you === seat ? ", you" : ""}: ${change.before} \u2192 ${change.after} `,
+        el("strong", { class: `rating-change ${kind}` }, [`(${changeText(change.change)})`]),
+      ]);
+    }),
+  );
+}
+
+/** Ask for the record of a finished rated game until it carries "ratings" (bounded). */
+async function pollRatings(room) {
+  ratings.polling = true;
+  for (let attempt = 0; attempt < RATINGS_POLLS; attempt++) {
+    try {
+      const record = await fetchJson(`/api/games/${encodeURIComponent(room)}`);
+      if (ratings.room !== room) return;
+      if (Array.isArray(record.ratings)) {
+        Object.assign(ratings, { changes: record.ratings, polling: false });
+        if (store.state && store.state.room === room) renderGame();
+        return;
+      }
+    } catch {
+      // not archived yet (404) or a passing failure: ask again
+    }
+    await new Promise((resolve) => setTimeout(resolve, RATINGS_POLL_MS));
+    if (ratings.room !== room) return;
+  }
+  ratings.polling = "gave-up";
+  if (store.state && store.state.room === room) renderGame();
+}
+
+// -- a seat's player: name, rating, and the name menu (profile, block, report) ------------------
+
+function seatName(state, seat, info) {
+  if (!info.account) return el("span", {}, [info.name || "Anonymous"]);
+  const me = currentAccount();
+  const mine = me && me.username.toLowerCase() === info.account.toLowerCase();
+  if (mine || !me) return el("a", { href: profileHref(info.account), class: "player-link", testid: `seat-name-${seat}` }, [info.account]);
+  const menu = el("details", { class: "menu seat-menu", testid: `seat-menu-${seat}`, open: openSeatMenu === seat }, [
+    el("summary", { class: "player-link", testid: `seat-name-${seat}`, "aria-label": `${info.account}: profile, block or report` }, [info.account]),
+    el("ul", { class: "menu-list", role: "menu" }, [
+      el("li", { role: "none" }, [el("a", { href: profileHref(info.account), role: "menuitem", testid: `seat-profile-${seat}` }, ["View profile"])]),
+      el("li", { role: "none" }, [
+        el("button", { type: "button", class: "menu-item", role: "menuitem", testid: `seat-block-${seat}`, onclick: () => blockPlayer(info.account) }, ["Block"]),
+      ]),
+      el("li", { role: "none" }, [
+        el(
+          "button",
+          { type: "button", class: "menu-item", role: "menuitem", testid: `seat-report-${seat}`, onclick: () => reportPlayer(info.account, { room: state.room }) },
+          ["Report"],
+        ),
+      ]),
+    ]),
+  ]);
+  menu.addEventListener("toggle", () => {
+    if (menu.open) openSeatMenu = seat;
+    else if (openSeatMenu === seat) openSeatMenu = null;
+  });
+  menu.addEventListener("click", (event) => {
+    if (event.target.closest("[role=menuitem]")) {
+      openSeatMenu = null;
+      menu.open = false;
+    }
+  });
+  return menu;
 }
 
 function renderJoinBanner(state) {
@@ -323,7 +420,8 @@ function renderSeats(state) {
       // Which engine played its last move ("kibitz" is our own searcher).
       if (info.engine && info.engine !== "kibitz") name = `${name} · ${info.engine}`;
     } else if (!info.taken) name = "Waiting for a player…";
-    else name = info.name || "Anonymous";
+    else name = seatName(state, seat, info);
+    const rating = ratingText(info.rating, info.provisional);
     box.className = ["seat", turn && "turn", store.you === seat && "mine", !info.taken && "open"].filter(Boolean).join(" ");
     box.dataset.connected = String(Boolean(connected && info.taken));
     box.dataset.turn = String(turn);
@@ -335,7 +433,13 @@ function renderSeats(state) {
           store.you === seat ? el("span", { class: "tag" }, ["you"]) : null,
           info.kind === "ai" ? el("span", { class: "tag ai" }, ["AI"]) : null,
         ]),
-        el("span", { class: "seat-name muted" }, [name]),
+        el("span", { class: "seat-name muted" }, [
+          name,
+          botBadge(info.bot),
+          rating
+            ? el("span", { class: "rating", testid: `seat-rating-${seat}`, title: info.provisional ? "provisional rating" : "rating" }, [` ${rating}`])
+            : null,
+        ]),
       ]),
       info.taken
         ? el("span", {
@@ -441,6 +545,11 @@ export function wireGame() {
     const name = $("join-name").value.trim();
     if (name) prefs.set("name", name);
     joinRoom(store.room, Number($("join-seat").dataset.seat));
+  });
+  // Logged in or out: the name menus (block, report) follow.
+  window.addEventListener("kibitz:account", () => {
+    if (store.state) renderGame();
+    renderChat();
   });
   $("dialog-cancel").addEventListener("click", cancelChoice);
   $("dialog").addEventListener("click", (event) => {

@@ -17,7 +17,7 @@ import { reportError } from "./errors.js";
 import { describeResult } from "./result.js";
 import { registerScreen } from "./router.js";
 import { store } from "./store.js";
-import { $, boardFor, fetchJson, loadGames, playerLabel } from "./util.js";
+import { $, boardFor, botBadge, changeText, fetchJson, loadGames, playerLabel, ratingText } from "./util.js";
 
 const EXPORT_LABELS = { pgn: "PGN", pdn: "PDN", json: "JSON" };
 const ANALYSIS_POLL_MS = 1000;
@@ -147,7 +147,7 @@ function renderPlayers(record) {
         el("span", { class: `swatch swatch-${record.game}-${info.seat}`, "aria-hidden": "true" }),
         el("span", { class: "seat-text" }, [
           el("span", { class: "seat-player" }, [names[info.seat], info.kind === "ai" ? el("span", { class: "tag ai" }, ["AI"]) : null]),
-          el("span", { class: "seat-name muted" }, [playerLabel(info)]),
+          el("span", { class: "seat-name muted" }, [playerLabel(info), botBadge(info.bot), ratingWords(record, info)]),
           info.kind === "ai" && info.engine
             ? el("span", { class: "seat-engine muted small", testid: `replay-engine-${info.seat}` }, [`played by ${engineName(info.engine)}`])
             : null,
@@ -155,6 +155,18 @@ function renderPlayers(record) {
       ]),
     ),
   );
+}
+
+/** " 1500 → 1512 (+12)" for a rated game's player, " 1500?" before the change is known, or null. */
+function ratingWords(record, info) {
+  const change = Array.isArray(record.ratings) ? record.ratings[info.seat] : null;
+  if (change) {
+    return el("span", { class: "rating", testid: `replay-rating-${info.seat}` }, [
+      ` ${change.before} \u2192 ${change.after} (${changeText(change.change)})`,
+    ]);
+  }
+  const rating = ratingText(info.rating, info.provisional);
+  return rating ? el("span", { class: "rating" }, [` ${rating}`]) : null;
 }
 
 // Both channels, in the order the lines were said (the record's order): the players'

@@ -3,19 +3,21 @@
 // the open challenges (seeks.js) and "My games" (mygames.js). It registers itself with
 // the router as the screen "lobby".
 
+import { accountKnown, currentAccount, openLogin } from "./account.js";
 import { el } from "./boards/common.js";
 import { timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
 import { renderMyHistory } from "./mygames.js";
 import { joinRoom, openRoom, registerScreen } from "./router.js";
-import { chosenClock, renderSeeks, subscribeLobby } from "./seeks.js";
+import { chosenClock, renderSeeks, stopPooling, subscribeLobby } from "./seeks.js";
 import { player, prefs, seatStore } from "./storage.js";
 import { clearRoomId, selectGame, store } from "./store.js";
-import { $, aiSeatText, fetchJson, levelStrengthText, loadGames, playerName, readOptions } from "./util.js";
+import { $, aiSeatText, fetchJson, levelStrengthText, loadGames, playerName, ratingText, readOptions } from "./util.js";
 
 const AI_LEVELS = 8;
 const ROOMS_REFRESH_MS = 4000;
 const REFRESH_DEBOUNCE_MS = 300;
+const RESUME_SHOWN = 8;
 
 let roomsTimer = null; // reads the live games again while the lobby shows
 let refreshTimer = null; // a pushed change of the live games, debounced
@@ -25,6 +27,7 @@ async function showLobby() {
   document.title = "kibitz";
   await loadGames();
   renderGameCards();
+  renderRatedChoice();
   renderSeeks();
   subscribeLobby(true);
   renderMyGames();
@@ -38,6 +41,29 @@ async function showLobby() {
 function hideLobby() {
   clearInterval(roomsTimer);
   subscribeLobby(false);
+  stopPooling();
+}
+
+/** Rated needs an account: the choice is off, with a way to log in, for a guest. */
+function renderRatedChoice() {
+  const box = $("rated");
+  const hint = $("rated-hint");
+  const account = currentAccount();
+  box.disabled = !account;
+  if (!account) box.checked = false;
+  hint.replaceChildren();
+  if (!account && accountKnown()) {
+    hint.append(
+      "Rated games need an account: ",
+      el("button", { type: "button", class: "link-button", testid: "rated-login", onclick: openLogin }, ["log in"]),
+      " or sign up (top right). Casual games change no rating.",
+    );
+  } else {
+    hint.append(
+      account ? "Rated games change both players' ratings; casual ones change nothing." : "Casual games change no rating.",
+      " The rating range applies to challenges posted in the lobby.",
+    );
+  }
 }
 
 registerScreen("lobby", { show: showLobby, hide: hideLobby });
@@ -163,6 +189,7 @@ async function createGame(event) {
     player_key: player.key(),
   };
   if (name) message.name = name;
+  if ($("rated").checked) message.rated = true;
   const clock = chosenClock();
   if (clock) message.clock = clock;
   const position = $("start-position").value.trim();
@@ -230,6 +257,7 @@ async function refreshRooms() {
           el("strong", {}, [game ? game.title : room.game]),
           el("span", { class: "muted small" }, [roomFacts(room, names)]),
         ]),
+        room.rated ? el("span", { class: "badge rated", title: "a rated game" }, ["rated"]) : null,
         el("span", { class: `badge ${room.status}` }, [room.status]),
         free
           ? el("button", { class: "btn small primary", type: "button", testid: `join-${room.room}`, onclick: () => joinRoom(room.room) }, ["Join"])
@@ -262,14 +290,28 @@ function seatLabel(seat, player, gameName) {
   if (!seat) return player;
   if (seat.kind === "ai") return aiSeatText(gameName, seat);
   if (!seat.taken) return `${player}: open`;
-  return seat.name || player;
+  const rating = ratingText(seat.rating, seat.provisional);
+  return `${seat.account || seat.name || player}${seat.bot ? " (BOT)" : ""}${rating ? ` ${rating}` : ""}`;
 }
 
-function renderMyGames() {
-  const entries = Object.entries(seatStore.all()).sort((a, b) => b[1].saved - a[1].saved);
+/** The seats kept in this browser in games not known to be over, newest first. */
+function seatsToResume() {
+  return Object.entries(seatStore.all())
+    .filter(([, entry]) => !entry.over)
+    .sort((a, b) => b[1].saved - a[1].saved);
+}
+
+/**
+ * "Seats to resume": only unfinished games. A seat is marked over when the game screen
+ * saw the end; the ones shown are checked with the server once (a game may have ended
+ * while this page was closed: it is marked over; a room gone for good is dropped).
+ */
+function renderMyGames(check = true) {
+  const entries = seatsToResume();
   $("mine-panel").hidden = entries.length === 0;
+  const shown = entries.slice(0, RESUME_SHOWN);
   $("my-games").replaceChildren(
-    ...entries.slice(0, 8).map(([room, entry]) => {
+    ...shown.map(([room, entry]) => {
       const game = store.gamesByName.get(entry.game);
       return el("li", { class: "room-item", testid: `mine-${room}` }, [
         el("span", { class: `game-icon small icon-${entry.game}`, "aria-hidden": "true" }),
@@ -285,10 +327,36 @@ function renderMyGames() {
       ]);
     }),
   );
+  if (check) checkSeats(shown.map(([room]) => room));
+}
+
+/** Ask the server about each shown seat's game (bounded: the shown ones); redraw if any ended. */
+async function checkSeats(rooms) {
+  const answers = await Promise.all(
+    rooms.map(async (room) => {
+      try {
+        const record = await fetchJson(`/api/games/${encodeURIComponent(room)}`);
+        return [room, record.status === "over" ? "over" : "on"];
+      } catch (err) {
+        return [room, err && err.code === "game/not_found" ? "gone" : "unknown"];
+      }
+    }),
+  );
+  let changed = false;
+  for (const [room, verdict] of answers) {
+    if (verdict === "over") seatStore.put(room, { over: true });
+    if (verdict === "gone") seatStore.drop(room);
+    changed = changed || verdict === "over" || verdict === "gone";
+  }
+  if (changed && !$("lobby").hidden) renderMyGames(false);
 }
 
 export function wireLobby() {
   $("create-form").addEventListener("submit", createGame);
+  window.addEventListener("kibitz:account", () => {
+    renderRatedChoice();
+    if (!$("lobby").hidden) renderMyHistory();
+  });
   $("join-form").addEventListener("submit", joinByInput);
   $("watch-btn").addEventListener("click", watchByInput);
   document.addEventListener("visibilitychange", () => {

@@ -1,5 +1,6 @@
-// "My games" on the lobby: the games this browser's player played, newest first, from
-// GET /api/games?player=<id>, each linking to its game page. A panel of the lobby screen.
+// "My games" on the lobby: the games this browser's player (or the signed-in account) played,
+// newest first, from GET /api/games?player=<id>, each linking to its game page. A panel of
+// the lobby screen.
 
 import { el } from "./boards/common.js";
 import { player } from "./storage.js";
@@ -16,7 +17,7 @@ function outcome(record, seat) {
 }
 
 export async function renderMyHistory() {
-  const id = await player.id();
+  const id = store.account ? store.account.player : await player.id();
   const panel = $("history-panel");
   if (!id) {
     panel.hidden = true;

@@ -41,9 +41,11 @@ export function defaultSocketUrl(loc = window.location) {
 
 /** An error reply from the server, with its stable code ("room/unknown", "move/illegal"...). */
 export class ServerError extends Error {
-  constructor(code, message) {
+  /** `details`: the whole error message or body, for the fields some codes add ("rooms"). */
+  constructor(code, message, details = null) {
     super(message || code);
     this.code = code;
+    this.details = details || {};
   }
 }
 
@@ -315,7 +317,7 @@ export class Connection extends EventTarget {
     if (!entry) return false;
     for (const rid of entry.rids) this.pending.delete(rid);
     clearTimeout(entry.timer);
-    if (message.type === "error") entry.reject(new ServerError(message.code, message.message));
+    if (message.type === "error") entry.reject(new ServerError(message.code, message.message, message));
     else entry.resolve(message);
     return true;
   }

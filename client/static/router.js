@@ -1,15 +1,18 @@
 // Which screen is on show, and the one way to go from one screen to another.
 //
-// The page holds three screens, each a <section>: the lobby (#lobby, lobby.js), the game
-// screen (#game, game.js) and the game page (#replay, gamepage.js). Each screen module
-// registers itself here with registerScreen(); a screen that leads to another calls a named
+// The page holds five screens, each a <section>: the lobby (#lobby, lobby.js), the game
+// screen (#game, game.js), the game page (#replay, gamepage.js), the leaderboards and
+// profiles (#players, players.js) and the account page (#account-page, accountpage.js).
+// Each screen module registers itself here with registerScreen(); a screen that leads to another calls a named
 // function of this module (showLobby, openRoom, joinRoom, leaveRoom, showGamePage) and
 // never imports it, so the screens import this module and not each other. route() shows
-// the screen the address asks for: ?game=ID, ?room=ID, ?watch=ID, or nothing (the lobby).
+// the screen the address asks for: ?game=ID, ?room=ID, ?watch=ID, ?leaderboard=GAME&speed=S,
+// ?player=NAME, ?account=, or nothing (the lobby).
 
 import { seatStore } from "./storage.js";
 
-const SECTIONS = { lobby: "lobby", game: "game", gamepage: "replay" }; // screen -> <section> id
+// screen -> <section> id
+const SECTIONS = { lobby: "lobby", game: "game", gamepage: "replay", players: "players", account: "account-page" };
 
 const screens = new Map(); // name -> its handlers
 
@@ -80,13 +83,31 @@ export function showGamePage(id) {
   return show("gamepage", id);
 }
 
+/** The leaderboard of `game` and `speed` (either may be "": the first one), ?leaderboard=GAME&speed=S. */
+export function showLeaderboard(game = "", speed = "") {
+  return show("players", { leaderboard: game, speed });
+}
+
+/** The profile of `username` (?player=NAME). */
+export function showProfile(username) {
+  return show("players", { player: username });
+}
+
+/** The account page (?account=): password, sessions, API tokens. */
+export function showAccountPage() {
+  return show("account");
+}
+
 /** Show the screen the address bar names. */
 export function route() {
   const params = new URLSearchParams(window.location.search);
   const room = params.get("room");
   const watch = params.get("watch");
   const game = params.get("game");
-  if (game) showGamePage(game);
+  if (params.has("player") && params.get("player")) showProfile(params.get("player"));
+  else if (params.has("leaderboard")) showLeaderboard(params.get("leaderboard") || "", params.get("speed") || "");
+  else if (params.has("account")) showAccountPage();
+  else if (game) showGamePage(game);
   else if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");
   else if (watch) enterRoom(watch, "watch");
   else showLobby();

@@ -7,19 +7,21 @@
 // `seat` reply, the creator a `seat` carrying "seek" (game.js opens the room for both).
 // A panel of the lobby screen (lobby.js); the live games of the same message are lobby.js's.
 
+import { currentAccount } from "./account.js";
 import { el } from "./boards/common.js";
 import { TIME_CONTROLS, timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
 import { openRoom } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
 import { store } from "./store.js";
-import { $, playerName, readOptions } from "./util.js";
+import { $, botBadge, playerName, ratingText, readOptions } from "./util.js";
 
 const lobby = {
   subscribed: false,
   seeks: [],
   mine: new Set(), // ids of the seeks this page posted
   me: null, // this browser's public player id
+  pool: null, // the quick pairing this page waits in: {game, clock, rated, since}, or null
 };
 
 player.id().then((id) => (lobby.me = id), () => {});
@@ -43,7 +45,27 @@ export function onSeeks(message) {
 }
 
 function isMine(seek) {
+  const account = currentAccount();
+  if (account && seek.player === account.player) return true;
   return lobby.mine.has(seek.id) || (lobby.me !== null && seek.player === lobby.me);
+}
+
+/** "Ann 1512?" (with the BOT badge), the seeker as the list shows them. */
+function seeker(seek, mine) {
+  if (mine) return el("span", {}, ["You"]);
+  const rating = ratingText(seek.rating, seek.provisional);
+  return el("span", {}, [
+    seek.account || seek.name || "Anonymous",
+    botBadge(seek.bot),
+    rating ? el("span", { class: "rating", testid: `seek-rating-${seek.id}` }, [` ${rating}`]) : null,
+  ]);
+}
+
+/** " · rated, 1400-1700" / "" */
+function ratedText(seek) {
+  if (!seek.rated) return " · casual";
+  const range = Array.isArray(seek.rating_range) ? `, ${seek.rating_range[0]}\u2013${seek.rating_range[1]}` : "";
+  return ` · rated${range}`;
 }
 
 function optionsText(options) {
@@ -71,7 +93,8 @@ export function renderSeeks() {
         el("span", { class: "room-info" }, [
           el("strong", {}, [game ? game.title : seek.game]),
           el("span", { class: "muted small" }, [
-            `${mine ? "You" : seek.name || "Anonymous"} ${colour} · ${timeControlText(seek.clock)}${optionsText(seek.options)}`,
+            seeker(seek, mine),
+            ` ${colour} · ${timeControlText(seek.clock)}${ratedText(seek)}${optionsText(seek.options)}`,
           ]),
         ]),
         mine
@@ -103,6 +126,11 @@ async function postSeek() {
     player_key: player.key(),
   };
   if (name) message.name = name;
+  if ($("rated").checked) {
+    message.rated = true;
+    const range = ratingRange();
+    if (range) message.rating_range = range;
+  }
   const button = $("seek-btn");
   button.disabled = true;
   try {
@@ -118,6 +146,71 @@ async function postSeek() {
   } finally {
     button.disabled = false;
   }
+}
+
+/** The rating range typed in the form, [min, max] (either end open: 0 / 4000), or null. */
+function ratingRange() {
+  const low = $("range-min").value.trim();
+  const high = $("range-max").value.trim();
+  if (!low && !high) return null;
+  const min = low ? Math.round(Number(low)) : 0;
+  const max = high ? Math.round(Number(high)) : 4000;
+  return min <= max ? [min, max] : [max, min];
+}
+
+// -- quick pairing ------------------------------------------------------------------------------
+
+/** Wait in the quick pairing pool of the chosen game and time control. */
+async function joinPool() {
+  if (!store.selectedGame) return;
+  const rated = $("rated").checked;
+  const message = { type: "pool_join", game: store.selectedGame, clock: chosenClock(), rated, player_key: player.key() };
+  const name = playerName();
+  if (name) message.name = name;
+  const button = $("pool-btn");
+  button.disabled = true;
+  try {
+    await store.conn.request(message);
+    lobby.pool = { game: store.selectedGame, clock: message.clock, rated, since: Date.now() };
+  } catch (err) {
+    lobby.pool = null;
+    reportError(err);
+  } finally {
+    button.disabled = false;
+  }
+  renderPool();
+}
+
+/** Leave the pool, if this page waits in one. */
+export function stopPooling() {
+  if (!lobby.pool) return;
+  lobby.pool = null;
+  renderPool();
+  store.conn.request({ type: "pool_leave" }).catch(() => {});
+}
+
+/**
+ * A "seat" message: whether it ends this page's wait, for an accepted seek (it names the
+ * seek) or in the pool (a seat that answers no request of ours, while we wait there).
+ */
+export function onPaired(message) {
+  const fromSeek = message.seek !== undefined;
+  const fromPool = Boolean(lobby.pool) && message.rid === undefined && !fromSeek;
+  if (fromPool || (fromSeek && lobby.pool)) {
+    lobby.pool = null;
+    renderPool();
+  }
+  return fromSeek || fromPool;
+}
+
+function renderPool() {
+  const pool = lobby.pool;
+  $("pool-status").hidden = !pool;
+  $("pool-btn").hidden = Boolean(pool);
+  if (!pool) return;
+  const game = store.gamesByName.get(pool.game);
+  $("pool-text").textContent =
+    `Looking for an opponent: ${game ? game.title : pool.game}, ${timeControlText(pool.clock)}, ${pool.rated ? "rated" : "casual"}… `;
 }
 
 async function cancelSeek(id) {
@@ -146,11 +239,15 @@ async function acceptSeek(seek) {
 
 export function wireSeeks() {
   $("seek-btn").addEventListener("click", postSeek);
+  $("pool-btn").addEventListener("click", joinPool);
+  $("pool-cancel").addEventListener("click", stopPooling);
   // After a reconnection the server has forgotten the subscription (and our seeks).
   store.conn.addEventListener("open", (event) => {
     if (!event.detail.reconnected || !lobby.subscribed) return;
     lobby.subscribed = false;
     lobby.mine.clear();
+    lobby.pool = null; // the server forgot the pool too
+    renderPool();
     subscribeLobby(true);
   });
 }

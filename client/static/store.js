@@ -26,6 +26,7 @@ const fields = {
   ui: {}, // the board renderer's selection, replaced at every new version
   pending: false, // a move is on its way
   flip: false, // the spectator turned the board round
+  account: undefined, // the signed-in account (GET /api/auth/me), null for a guest, undefined until known
   notice: null, // the version whose decline notice was shown
   noticeText: null, // the decline notice on screen, or null
 };
@@ -48,6 +49,11 @@ export function setGames(games) {
 
 export function selectGame(name) {
   fields.selectedGame = name;
+}
+
+/** Who this browser is signed in as: an ACCOUNT object, or null for a guest. */
+export function setAccount(account) {
+  fields.account = account;
 }
 
 // -- the room on screen -----------------------------------------------------------------------

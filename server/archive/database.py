@@ -8,6 +8,8 @@ brought to the newest revision when the archive is opened.
 
 - ``save(record)``: insert, or replace the row with the same id (idempotent: saving
   the same game twice leaves one row);
+- ``before_save``: a hook run in the save's transaction for each record (the ratings'
+  exactly-once ``apply``, set by server/node.py); the fields it returns go into the record;
 - ``get(id)``: the record, or None;
 - ``list(player=, game=, limit=, before=)``: newest first, one page and an opaque
   cursor for the next one (the (ended ms, id) of the page's last game, written by
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,7 +35,7 @@ from alembic.config import Config
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from kibitz.server.archive.tables import analyses, games
 from kibitz.server.domain.cursor import ARCHIVE_ID, Cursor, decode_cursor
@@ -43,6 +46,11 @@ log = logging.getLogger(__name__)
 MAX_PAGE = 100  # records per list() call
 MIGRATION_ATTEMPTS = 5  # several nodes may start at once on one database
 SQLITE_BUSY_MS = 10_000  # a writer waits this long for another process's lock
+
+
+#: A hook of ``save_many``: (the transaction's connection, a record) -> fields to set on
+#: the record before it is stored, or None.
+BeforeSave = Callable[[AsyncConnection, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
 class ArchiveError(ValueError):
@@ -125,6 +133,9 @@ class Archive:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._upserts: dict[str, Any] = {}  # table name -> its upsert statement
+        #: Called in ``save_many``'s transaction for each record before it is stored
+        #: (set by the composition root: the ratings' ``apply``).
+        self.before_save: BeforeSave | None = None
 
     @classmethod
     async def open(cls, url: str) -> Archive:
@@ -179,8 +190,27 @@ class Archive:
 
     async def save_many(self, records: list[dict[str, Any]]) -> None:
         """Store ``records`` in one transaction: all of them, or (on an error) none.
-        ArchiveError, before anything is written, if one of them is not a finished game."""
-        await self._upsert(games, "id", [row_of(record) for record in records])
+        ArchiveError, before anything is written, if one of them is not a finished game.
+
+        With a ``before_save`` hook (the ratings: server/ratings/store.py ``apply``), each
+        record is first given to it on the same connection, in the same transaction, and
+        the fields it returns are set on the record before it is stored, so a game's
+        rating change and its archived record are written together or not at all; the
+        records given get those fields once the transaction is committed."""
+        for record in records:
+            row_of(record)  # every record checked before anything is written
+        if self.before_save is None:
+            await self._upsert(games, "id", [row_of(record) for record in records])
+            return
+        stored: list[dict[str, Any]] = []
+        async with self.engine.begin() as conn:
+            for record in records:
+                fields = await self.before_save(conn, record)
+                stored.append({**record, **fields} if fields else record)
+            await conn.execute(self._upsert_statement(games, "id"), [row_of(r) for r in stored])
+        for record, written in zip(records, stored, strict=True):
+            if written is not record:
+                record.update(written)
 
     async def save_analysis(self, analysis: dict[str, Any]) -> None:
         """Store a game's analysis (a dict from ``analysis.finished_analysis``), replacing
@@ -196,8 +226,15 @@ class Archive:
     async def _upsert(self, table: sa.Table, key: str, rows: list[dict[str, Any]]) -> None:
         """Insert ``rows`` (each with every column of ``table``) into ``table``, each
         replacing the row with the same ``key``, in one transaction."""
+        statement = self._upsert_statement(table, key)
+        async with self.engine.begin() as conn:
+            await conn.execute(statement, rows)
+
+    def _upsert_statement(self, table: sa.Table, key: str) -> Any:
+        """The statement inserting rows into ``table``, each replacing the row with the
+        same ``key``; built once per table (building it costs more than running it)."""
         statement = self._upserts.get(table.name)
-        if statement is None:  # built once per table: building it costs more than running it
+        if statement is None:
             insert = (
                 postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
             )
@@ -207,8 +244,7 @@ class Archive:
                 set_={c.name: statement.excluded[c.name] for c in table.c if c.name != key},
             )
             self._upserts[table.name] = statement
-        async with self.engine.begin() as conn:
-            await conn.execute(statement, rows)
+        return statement
 
     async def get_analysis(self, game_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:

@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("status", "show the job queue, pending jobs and live workers as JSON"),
     ("tables", "endgame tables (Oware) and the exact endgame solver (Othello)"),
     ("calibrate", "measure the bot levels' Elo (chess: against Stockfish; others: self-play)"),
+    ("admin", "accounts, API tokens and moderation on the node's database (operators)"),
 )
 
 if TYPE_CHECKING:

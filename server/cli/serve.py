@@ -138,8 +138,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-ai-games-per-address",
         type=int,
         default=None,
-        help="unfinished games against the AI per client address (default: "
-        f"{d.max_ai_games_per_address})",
+        help="games against the AI one person (an account, or a guest's address) may be "
+        f"playing (default: {d.max_ai_games_per_address})",
+    )
+    limits.add_argument(
+        "--ai-game-grace",
+        dest="ai_game_grace_s",
+        type=float,
+        default=None,
+        help="seconds after which a game against the AI its player has left stops counting "
+        f"toward that (default: {d.ai_game_grace_s:g})",
     )
     limits.add_argument(
         "--allow-origin",

@@ -6,6 +6,11 @@ type); this module holds the writer of each notation (:data:`WRITERS`).
 Pure functions of a record (the dict that ``GET /api/games/{id}`` answers; see
 docs/protocol.md): no I/O, so they work the same on a live room and an archived game.
 
+A rated game (``"rated": true``) is an Event ``Rated SPEED game ID`` and has the tags
+``WhiteElo``/``BlackElo`` (the ratings before the game) and, once archived,
+``WhiteRatingDiff``/``BlackRatingDiff`` (lichess's tags); its JSON export carries
+``"rated"`` and ``"ratings"``. A casual game's exports are as they always were.
+
 Every tag value (PGN and PDN share the tag syntax) goes through :func:`tag_value`: a tag
 value is a string token, so a backslash and a quote are escaped with a backslash, and a
 character plain text on one line may not hold (control characters, line separators,
@@ -25,6 +30,7 @@ from typing import Any
 import chess
 import chess.pgn
 
+from kibitz.server.domain.speeds import SpeedError, speed_of
 from kibitz.shared.games.chess import GAME as CHESS
 from kibitz.shared.games.draughts import GAME as DRAUGHTS
 from kibitz.shared.games.registry import policy_for
@@ -36,6 +42,8 @@ JSON_FORMAT = "json"
 JSON_MEDIA_TYPE = "application/json"
 
 PGN_RESULTS = {0: "1-0", 1: "0-1", None: "1/2-1/2"}
+#: The tag-name prefix of each seat: seat 0 plays White in chess and draughts.
+SIDES = ("White", "Black")
 #: PDN scores a game out of 2: a win is 2-0, a draw 1-1.
 PDN_RESULTS = {0: "2-0", 1: "0-2", None: "1-1"}
 #: The longest tag value written, in characters: the PGN standard's limit on a string
@@ -69,14 +77,70 @@ def export(record: dict[str, Any], fmt: str) -> tuple[str, str]:
 
 
 def move_list(record: dict[str, Any]) -> dict[str, Any]:
-    """The game's moves (wire notation, notation for people, seat, time, clocks)."""
-    return {
+    """The game's moves (wire notation, notation for people, seat, time, clocks); a
+    rated game's also ``"rated": true`` and its ``"ratings"`` changes (per seat, null
+    until archived and for the AI)."""
+    moves = {
         "id": record["id"],
         "game": record["game"],
         "start": record["start"],
         "moves": record["moves"],
         "result": record["result"],
     }
+    if is_rated(record):
+        moves["rated"] = True
+        moves["ratings"] = record.get("ratings") or [None, None]
+    return moves
+
+
+def is_rated(record: dict[str, Any]) -> bool:
+    return record.get("rated") is True
+
+
+def _seat_changes(record: dict[str, Any]) -> list[Any]:
+    """The record's per-seat rating changes (two entries, None where there is none)."""
+    changes = record.get("ratings")
+    if not isinstance(changes, list) or len(changes) != len(SIDES):
+        return [None] * len(SIDES)
+    return [change if isinstance(change, dict) else None for change in changes]
+
+
+def _elo(record: dict[str, Any], seat: int, change: Any) -> int | None:
+    """A seat's rating before the game: the archived change's, else the seat's rating
+    when it was taken."""
+    before = change.get("before") if change is not None else None
+    if before is None:
+        before = record["players"][seat].get("rating")
+    return before if isinstance(before, int) and not isinstance(before, bool) else None
+
+
+def rating_tags(record: dict[str, Any]) -> dict[str, str]:
+    """A rated game's rating tags (PGN and PDN): ``WhiteElo``/``BlackElo`` (the ratings
+    before the game) and ``WhiteRatingDiff``/``BlackRatingDiff`` (signed changes, once
+    archived); nothing for a casual game or a seat without a rating."""
+    if not is_rated(record):
+        return {}
+    out: dict[str, str] = {}
+    for seat, (side, change) in enumerate(zip(SIDES, _seat_changes(record), strict=True)):
+        elo = _elo(record, seat, change)
+        if elo is not None:
+            out[f"{side}Elo"] = str(elo)
+        diff = change.get("change") if change is not None else None
+        if isinstance(diff, int) and not isinstance(diff, bool):
+            out[f"{side}RatingDiff"] = f"{diff:+d}"
+    return out
+
+
+def _event(record: dict[str, Any]) -> str:
+    """The Event tag: ``Rated blitz game ID`` for a rated game (its speed:
+    speeds.py); ``kibitz game ID`` for a casual one, as before."""
+    if not is_rated(record):
+        return f"kibitz game {record['id']}"
+    try:
+        speed = speed_of(record["game"], record.get("time_control"))
+    except SpeedError:
+        return f"Rated game {record['id']}"
+    return f"Rated {speed} game {record['id']}"
 
 
 def tag_value(text: str) -> str:
@@ -114,7 +178,7 @@ def _result_tag(record: dict[str, Any], results: dict[int | None, str]) -> str:
 def _headers(record: dict[str, Any], result: str) -> dict[str, str]:
     """The Seven Tag Roster (PGN and PDN share it); White is seat 0 in chess and draughts."""
     return {
-        "Event": f"kibitz game {record['id']}",
+        "Event": _event(record),
         "Site": "kibitz",
         "Date": _date(record),
         "Round": "-",
@@ -142,6 +206,8 @@ def pgn(record: dict[str, Any]) -> str:
         game.setup(root.board)
     if record["result"] is not None:
         game.headers["Termination"] = tag_value(record["result"]["reason"])
+    for name, value in tags(rating_tags(record)).items():
+        game.headers[name] = value
     node: chess.pgn.GameNode = game
     for move in state.line:
         node = node.add_variation(move)
@@ -168,6 +234,7 @@ def pdn(record: dict[str, Any]) -> str:
     black_starts = fen.startswith("B")
     if fen != _initial_draughts_fen():
         pdn_tags["FEN"] = fen
+    pdn_tags.update(rating_tags(record))
     lines = [f'[{name} "{value}"]' for name, value in tags(pdn_tags).items()]
     words: list[str] = []  # a move number and its move are one word, never split by a wrap
     for index, played in enumerate(record["moves"]):

@@ -3,8 +3,10 @@ API serves. Pure: a room record and its event stream in, a plain dict out.
 
 ```
 {"id", "game", "options", "start",                      # start: start position text
- "players": [{"seat", "name", "kind", "level", "player", "engine"}, ...],  # one per seat
+ "players": [{"seat", "name", "kind", "level", "player", "engine",
+              "account", "rating", "provisional", "bot"}, ...],  # one per seat; see below
  "time_control": None | {"initial_ms", "increment_ms"} | {"days_per_move"},
+ "rated": true,                                       # a rated game's only
  "moves": [{"move", "display", "seat", "at_ms", "clocks_ms": [a, b] | None,
             "pv": [...]}, ...],                       # pv: see below
  "result": {"winner": 0 | 1 | None, "reason": str, "termination": str} | None,
@@ -25,6 +27,13 @@ the game's audience, so the record has it too.
 searcher, or a UCI engine's name), as the room's ``seats[].engine``; None on human seats,
 before the AI's first move, and in records archived before it was kept.
 
+``players[].account``, ``rating``, ``provisional``, ``bot``: only on the seat of a
+signed-in player (its account's name, its rating in the game and speed when the seat was
+taken, whether that was provisional, whether the account is a bot) and on the AI's seat
+of a rated game (no account, the level's fixed rating, ``bot`` true); a guest's seat has
+none of them. ``rated``: true in a rated game's record, absent in a casual one. (The
+archive adds a rated game's rating changes, ``ratings``: server/ratings/.)
+
 ``moves[].pv``: on an AI's move, the line it expected (its move first, as move texts),
 present only once the game is over (while it runs the line is a hint to the player).
 
@@ -38,7 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from kibitz.server.domain.clocks import control_of
-from kibitz.server.domain.room import Room
+from kibitz.server.domain.room import Room, Seat, seat_rating
 
 
 def record_of(
@@ -69,18 +78,9 @@ def record_of(
         "game": room.game,
         "options": dict(room.options),
         "start": room.start,
-        "players": [
-            {
-                "seat": index,
-                "name": seat.name,
-                "kind": seat.kind,
-                "level": seat.level,
-                "player": getattr(seat, "player", None),
-                "engine": getattr(seat, "engine", None),
-            }
-            for index, seat in enumerate(room.seats)
-        ],
+        "players": [player_of(index, seat) for index, seat in enumerate(room.seats)],
         "time_control": control_of(getattr(room, "clock", None)),
+        **({"rated": True} if room.rated else {}),
         "moves": [
             {
                 "move": m.move,
@@ -102,6 +102,21 @@ def record_of(
         "ended_ms": ended_ms,
         "chat": [dict(line) for line in chat or []],
     }
+
+
+def player_of(index: int, seat: Seat) -> dict[str, Any]:
+    """One seat's entry in ``players``: with the account and rating fields when the seat
+    has them (a signed-in player's, or the AI's of a rated game)."""
+    entry = {
+        "seat": index,
+        "name": seat.name,
+        "kind": seat.kind,
+        "level": seat.level,
+        "player": seat.player,
+        "engine": seat.engine,
+    }
+    rating = seat_rating(seat)
+    return entry if rating is None else {**entry, **rating.to_dict()}
 
 
 def moves_standing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

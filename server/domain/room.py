@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from kibitz.server.domain import clocks
 from kibitz.shared.games import Game, GameError, Outcome, Termination, find_game
-from kibitz.shared.protocol.client_out import SeatView, State
+from kibitz.shared.protocol.client_out import SeatRating, SeatView, State
 from kibitz.shared.protocol.codec import ProtocolError
 from kibitz.shared.protocol.jobs import SEARCHER_ENGINE, Budget, Job
 
@@ -49,10 +49,66 @@ class Seat:
     #: AI seats: what played the AI's last move ("kibitz", our searcher, or a UCI engine's
     #: name such as "Stockfish 15.1"); None before its first move.
     engine: str | None = None
+    #: A signed-in player's seat: their account's name and id (the id is never shown).
+    account: str | None = None
+    account_id: int | None = None
+    #: The seat's rating in the room's game and speed when the seat was taken (an AI
+    #: level's fixed anchor in a rated room), and whether it was provisional then.
+    rating: int | None = None
+    provisional: bool = False
+    #: A bot: a bot account's seat, or the AI's in a rated room.
+    bot: bool = False
 
     @property
     def taken(self) -> bool:
         return self.kind == "ai" or self.token_hash is not None
+
+    @property
+    def on_scale(self) -> bool:
+        """Whether the seat shows account and rating fields: a signed-in player's, or an
+        AI's with a rating (a guest's never does)."""
+        return self.account is not None or self.rating is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SeatAccount:
+    """A signed-in player taking a seat, as the seat keeps them: the account's id, name
+    and the player id it plays under, whether it is a bot, and its rating in the room's
+    game and speed read just before (None: no rating known)."""
+
+    account_id: int
+    username: str
+    player_id: str
+    rating: int | None = None
+    provisional: bool = False
+    bot: bool = False
+
+
+def human_seat(
+    token: str, name: str | None, player: str | None, holder: SeatAccount | None
+) -> Seat:
+    """A human seat for the holder of ``token``: a guest's (``player``: from their key),
+    or a signed-in player's (``holder``), who plays under the account's player id, named
+    by their username unless they gave a name."""
+    if holder is None:
+        return Seat("human", None, hash_token(token), name, player)
+    return Seat(
+        "human",
+        None,
+        hash_token(token),
+        name or holder.username,
+        holder.player_id,
+        account=holder.username,
+        account_id=holder.account_id,
+        rating=holder.rating,
+        provisional=holder.provisional,
+        bot=holder.bot,
+    )
+
+
+def ai_seat(level: int, rating: int | None) -> Seat:
+    """An AI seat of ``level``; ``rating``: its fixed anchor, in a rated room only."""
+    return Seat("ai", level, None, f"AI level {level}", rating=rating, bot=rating is not None)
 
 
 @dataclass(slots=True)
@@ -96,6 +152,8 @@ class Room:
     declined: dict[str, int] = field(default_factory=dict)
     #: The time control and running clocks (see server/domain/clocks.py); None: untimed.
     clock: dict[str, Any] | None = None
+    #: A rated game: its result moves its players' ratings once archived.
+    rated: bool = False
 
     @property
     def has_ai(self) -> bool:
@@ -246,8 +304,17 @@ def create_room(
     player: str | None = None,
     clock: dict[str, int] | None = None,
     first_move_ms: int = clocks.FIRST_MOVE_MS,
+    *,
+    rated: bool = False,
+    holder: SeatAccount | None = None,
+    ai_rating: int | None = None,
 ) -> tuple[Room, Event, int]:
     """A new room with its creator seated; returns (room, event, creator's seat).
+
+    ``holder``: the creator's account, if signed in (the seat plays under its player id
+    and shows its rating). ``rated``: a rated game, which needs ``holder``
+    (``auth/required``) and the initial position; against the AI, the level's fixed
+    rating ``ai_rating`` (``room/rated`` without one).
 
     ``clock``: the time control (see :func:`kibitz.shared.protocol.parse_clock`); the
     clocks start when the game does (see :func:`kibitz.server.domain.clocks.settle`), and each
@@ -265,11 +332,13 @@ def create_room(
         raise RoomError(exc.code, str(exc)) from None
     if game.outcome(state) is not None:
         raise RoomError("position/invalid", f"the game is already over in {position!r}")
+    if rated:
+        _check_rated_create(game.name, opponent, position, holder, ai_rating)
     seat_index = creator_seat if creator_seat is not None else (rng or random).randrange(2)
     seats = [Seat(), Seat()]
-    seats[seat_index] = Seat("human", None, hash_token(token), creator_name, player)
+    seats[seat_index] = human_seat(token, creator_name, player, holder)
     if opponent.startswith("ai:"):
-        seats[1 - seat_index] = Seat("ai", int(opponent[3:]), None, f"AI level {opponent[3:]}")
+        seats[1 - seat_index] = ai_seat(int(opponent[3:]), ai_rating if rated else None)
     room = Room(
         id=room_id,
         game=game.name,
@@ -280,10 +349,36 @@ def create_room(
         updated_ms=now_ms,
         owner=owner,
         clock=clocks.new_clock(clock, first_move_ms),
+        rated=rated,
     )
     if all(seat.taken for seat in seats):
         room.status = "playing"
     return room, Event("created", seat_index), seat_index
+
+
+RATED_NEEDS_ACCOUNT = "a rated game needs you signed in; sign in, or play a casual game"
+
+
+def _check_rated_create(
+    game: str, opponent: str, position: str | None, holder: SeatAccount | None, ai: int | None
+) -> None:
+    """The rules a rated room's creation keeps (see :func:`create_room`)."""
+    if holder is None:
+        raise RoomError("auth/required", RATED_NEEDS_ACCOUNT)
+    if position is not None:
+        raise RoomError("room/rated", "a rated game starts from the initial position")
+    if opponent.startswith("ai:") and ai is None:
+        raise RoomError("room/rated", f"AI level {opponent[3:]} has no rating in {game}")
+
+
+def _check_rated_join(room: Room, index: int, holder: SeatAccount | None) -> None:
+    """A rated room's second seat: a signed-in player (``room/rated`` for a guest) other
+    than the one in the first seat."""
+    if holder is None:
+        raise RoomError("room/rated", f"room {room.id} is rated: sign in to play in it")
+    other = room.seats[1 - index]
+    if other.account_id is not None and other.account_id == holder.account_id:
+        raise RoomError("room/rated", f"you hold the other seat of rated room {room.id}")
 
 
 def join_room(
@@ -293,8 +388,10 @@ def join_room(
     token: str,
     now_ms: int,
     player: str | None = None,
+    holder: SeatAccount | None = None,
 ) -> tuple[Room, Event, int]:
-    """Seat a second human player (``player``: their public id); returns (room, event, seat)."""
+    """Seat a second human player (``player``: a guest's public id; ``holder``: the
+    account of a signed-in one, which a rated room needs); returns (room, event, seat)."""
     free = [i for i, s in enumerate(room.seats) if not s.taken]
     if room.status == "over":
         raise RoomError("game/over", f"room {room.id} is over; watch it instead")
@@ -303,8 +400,10 @@ def join_room(
     if not free:
         raise RoomError("room/full", f"room {room.id} has no free seat; watch it instead")
     index = seat if seat is not None else free[0]
+    if room.rated:
+        _check_rated_join(room, index, holder)
     new = _next(room, now_ms)
-    new.seats[index] = Seat("human", None, hash_token(token), name, player)
+    new.seats[index] = human_seat(token, name, player, holder)
     if all(s.taken for s in new.seats):
         new.status = "playing"
     return new, Event("joined", index), index
@@ -675,8 +774,9 @@ def rematch_id(room_id: str) -> str:
 
 def rematch_room(room: Room, now_ms: int) -> tuple[Room, Event]:
     """The new room of an agreed rematch (``room.next_room``): same game, options, start
-    position, time control and seat kinds, colours swapped; each player keeps their token
-    (so they ``resume`` it with the token they have)."""
+    position, time control, seat kinds and accounts, rated or not, colours swapped; each
+    player keeps their token (so they ``resume`` it with the token they have). The
+    seats' ratings are the old room's until the caller reads them again."""
     if room.next_room is None:
         raise RoomError("offer/none", f"room {room.id} has no agreed rematch")
     new = Room(
@@ -691,6 +791,7 @@ def rematch_room(room: Room, now_ms: int) -> tuple[Room, Event]:
         owner=room.owner,
         previous_room=room.id,
         clock=clocks.new_clock(clocks.control_of(room.clock)),
+        rated=room.rated,
     )
     return new, Event("created")
 
@@ -796,6 +897,7 @@ def snapshot(
                     if s.kind == "human" and s.taken and not connected[i]
                     else None
                 ),
+                scale=seat_rating(s),
             )
             for i, s in enumerate(room.seats)
         ],
@@ -816,7 +918,27 @@ def snapshot(
         previous_room=room.previous_room,
         spectators=presence.spectators,
         claim_after_ms=claim_after_ms(room, claim_after),
+        rated=room.rated,
     )
+
+
+def seat_rating(seat: Seat) -> SeatRating | None:
+    """The account and rating fields a seat shows, if it has them (see ``on_scale``)."""
+    if not seat.on_scale:
+        return None
+    return SeatRating(seat.account, seat.rating, seat.provisional, seat.bot)
+
+
+def _summary_seat(seat: Seat) -> dict[str, Any]:
+    entry = {
+        "kind": seat.kind,
+        "level": seat.level,
+        "name": seat.name,
+        "player": seat.player,
+        "taken": seat.taken,
+    }
+    rating = seat_rating(seat)
+    return entry if rating is None else {**entry, **rating.to_dict()}
 
 
 def summary(room: Room) -> dict[str, Any]:
@@ -827,9 +949,7 @@ def summary(room: Room) -> dict[str, Any]:
         "status": room.status,
         "version": room.version,
         "moves": len(room.moves),
-        "seats": [
-            {"kind": s.kind, "level": s.level, "name": s.name, "player": s.player, "taken": s.taken}
-            for s in room.seats
-        ],
+        "seats": [_summary_seat(s) for s in room.seats],
         "updated_ms": room.updated_ms,
+        **({"rated": True} if room.rated else {}),
     }

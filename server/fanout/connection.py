@@ -101,6 +101,9 @@ class Connection:
         self._drain_waiter: asyncio.Future[None] | None = None
         self.rooms: dict[str, int | None] = {}  # room id -> seat played (None: spectator)
         self.last_version: dict[str, int] = {}
+        #: Usernames (lower case) whose chat lines this client is not sent: the accounts
+        #: its account blocks or is blocked by (server/moderation/; set by its session).
+        self.hidden: frozenset[str] = frozenset()
         self.closing = False
         self.close_task: asyncio.Future[None] | None = None  # a close under way (abort)
         #: True while a request of this client is being handled (a draining node closes

@@ -128,11 +128,22 @@ def _send_chat(room_id: str, followers: set[Connection], chat: RoomChat) -> None
     codec encoded once."""
     players = chat.channel == "players"
     lines: dict[Codec, bytes] = {}
+    sender = _sender_key(chat.message)
     for conn in followers:
         if (conn.rooms.get(room_id) is not None) == players:
+            if sender is not None and sender in conn.hidden:
+                continue  # a blocked (or blocking) account's line
             if conn.codec not in lines:
                 lines[conn.codec] = encode_bytes(chat.message, conn.codec)
             conn.send_frame(lines[conn.codec])
+
+
+def _sender_key(message: dict[str, Any]) -> str | None:
+    """The signed-in sender of a chat message's line (lower case), if any."""
+    lines = message.get("messages")
+    line = lines[0] if isinstance(lines, list) and lines else None
+    account = line.get("account") if isinstance(line, dict) else None
+    return account.lower() if isinstance(account, str) else None
 
 
 def players_first(room_id: str, followers: set[Connection]) -> list[Connection]:

@@ -12,15 +12,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Mapping
+from typing import NamedTuple
 
 from aiohttp import WSCloseCode, WSMsgType, web
+from sqlalchemy.exc import SQLAlchemyError
 
+from kibitz.server.accounts.errors import AccountError
 from kibitz.server.appkeys import (
+    ACCOUNTS_KEY,
     HUB_KEY,
     LIMITER_KEY,
     LIMITS_KEY,
     LISTENING_ORIGINS_KEY,
     METRICS_KEY,
+    MODERATION_KEY,
     NODE_KEY,
     SEEKS_KEY,
     WS_COMPRESSION_KEY,
@@ -56,11 +61,19 @@ class Refusal(Exception):
         self.body = Error(code, message).to_dict()
 
 
-async def admit(app: web.Application, remote: str | None, headers: Mapping[str, str]) -> str:
+class Admitted(NamedTuple):
+    """A handshake let in: the client's address (counted in) and whom it acts for."""
+
+    address: str
+    account: Account | None
+
+
+async def admit(app: web.Application, remote: str | None, headers: Mapping[str, str]) -> Admitted:
     """Decide whether a WebSocket handshake may go ahead; the client's address (counted in
-    the per-address connections: :func:`session_closed` counts it out), or :class:`Refusal`.
-    The same checks for both ways a socket arrives (server/gateway/edge.py and the aiohttp
-    route)."""
+    the per-address connections: :func:`session_closed` counts it out) and its account
+    (the session cookie's, or a Bearer token's with the ``play`` scope; a present but bad
+    token is refused, 401), or :class:`Refusal`. The same checks for both ways a socket
+    arrives (server/gateway/edge.py and the aiohttp route)."""
     limits = app[LIMITS_KEY]
     listening: set[str] = app[LISTENING_ORIGINS_KEY]
     own = limits.public_origins or frozenset(listening)
@@ -69,13 +82,35 @@ async def admit(app: web.Application, remote: str | None, headers: Mapping[str, 
     if app[HUB_KEY].draining:
         raise Refusal(503, "server/unavailable", "this node is shutting down; use another")
     address = client_address(remote, headers, limits.trusted_proxies)
+    account = await handshake_account(app, headers)
+    await refuse_banned(app, address, None if account is None else account.id)
     try:
         await app[LIMITER_KEY].connect(address)
     except LimitExceeded as exc:
         raise Refusal(429, exc.code, exc.message) from None
     except (BusError, OSError):
         raise Refusal(503, "server/unavailable", "storage unavailable; try again") from None
-    return address
+    return Admitted(address, account)
+
+
+async def handshake_account(app: web.Application, headers: Mapping[str, str]) -> Account | None:
+    """The account a handshake acts for (server/accounts/service.py ``identify``)."""
+    try:
+        return await app[ACCOUNTS_KEY].identify(headers, "play")
+    except AccountError as exc:
+        raise Refusal(exc.status, exc.code, exc.message) from None
+    except (SQLAlchemyError, OSError):
+        raise Refusal(503, "server/unavailable", "storage unavailable; try again") from None
+
+
+async def refuse_banned(app: web.Application, address: str, account_id: int | None = None) -> None:
+    """A banned address (or account) is refused at the handshake (403 ``auth/banned``)."""
+    try:
+        refusal = await app[MODERATION_KEY].banned(account_id, address)
+    except (BusError, OSError):
+        raise Refusal(503, "server/unavailable", "storage unavailable; try again") from None
+    if refusal is not None:
+        raise Refusal(403, "auth/banned", refusal)
 
 
 def open_session(
@@ -128,7 +163,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     if not ws.can_prepare(request).ok:  # aiohttp's own 400 says why; nothing counted in
         await ws.prepare(request)  # raises web.HTTPBadRequest
     try:
-        address = await admit(app, request.remote, request.headers)
+        address, account = await admit(app, request.remote, request.headers)
     except Refusal as refused:
         return web.json_response(refused.body, status=refused.status)
     codec = requested_codec(request.query.getall("codec", []))
@@ -136,7 +171,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     try:
         await ws.prepare(request)
         conn = Connection(ws, codec, request.transport)
-        session = open_session(app, conn, address)
+        session = open_session(app, conn, address, account)
     except ConnectionResetError:  # the client gave up before we answered: nothing to do
         return ws
     finally:

@@ -24,6 +24,7 @@ from kibitz.server.appkeys import (
     HUB_KEY,
     LIMITER_KEY,
     METRICS_KEY,
+    MODERATION_KEY,
     NODE_KEY,
     SEEKS_KEY,
     SERVICE_KEY,
@@ -32,6 +33,8 @@ from kibitz.server.domain import room as rooms
 from kibitz.server.domain.players import Account
 from kibitz.server.domain.room import Room, RoomError, new_token, seat_for_token
 from kibitz.server.fanout.connection import Connection
+from kibitz.server.moderation.hooks import abandoned_by_abort
+from kibitz.server.moderation.rules import hidden_line, mute_text
 from kibitz.server.services.chat import Channel, ChatRate, channel_of, check_text, sender
 from kibitz.server.services.limits import LimitExceeded
 from kibitz.shared.bus.errors import BusError
@@ -48,6 +51,8 @@ from kibitz.shared.protocol.client_in import (
     Offer,
     Ping,
     PlayMove,
+    PoolJoin,
+    PoolLeave,
     Resign,
     Resume,
     Seek,
@@ -61,6 +66,10 @@ from kibitz.shared.protocol.codec import ProtocolError, decode
 log = logging.getLogger(__name__)
 
 _SESSION_NUMBERS = itertools.count(1)
+#: How old (s) the blocks a signed-in connection hides may get before a frame reloads them.
+HIDDEN_REFRESH_S = 5.0
+#: The messages a banned account or address may not send (server/moderation/).
+BAN_CHECKED = (Create, Join, Chat, Seek, AcceptSeek, PoolJoin)
 
 
 class Session:
@@ -93,6 +102,7 @@ class Session:
         #: while it holds a seat.)
         self.received_ms = self.service.clock_ms()
         self.chat_rate = ChatRate()
+        self.hidden_read = float("-inf")  # when the blocks ``conn.hidden`` holds were read
         # Names this connection to other nodes (seeks): unique in the cluster, as its node is.
         self.id = f"{app[NODE_KEY]}:{next(_SESSION_NUMBERS)}"
 
@@ -144,7 +154,7 @@ class Session:
         try:
             await self.dispatch(message)
         except ProtocolError as exc:  # RoomError included
-            self._error(exc.code, exc.message, message.rid)
+            self._error(exc.code, exc.message, message.rid, exc.details)
         except (BusError, OSError) as exc:
             log.warning("storage unavailable: %s", exc)
             self._error("server/unavailable", "storage unavailable; try again", message.rid)
@@ -155,19 +165,27 @@ class Session:
 
     async def dispatch(self, message: ClientMessage) -> None:
         service, conn = self.service, self.conn
+        if isinstance(message, BAN_CHECKED):
+            await self._refuse_banned()
+        if self.account is not None and time.monotonic() - self.hidden_read >= HIDDEN_REFRESH_S:
+            await self._load_hidden()  # a block made since (its pings bring this about)
         if isinstance(message, Ping):
             conn.send(Pong(message.rid, service.clock_ms()).to_dict())
         elif isinstance(message, Create):
+            if message.rated and self.account is None:  # refused before it is counted
+                raise RoomError("auth/required", rooms.RATED_NEEDS_ACCOUNT)
             await self._count_create()
             token = new_token()
-            room, seat = await service.create(message, token, owner=self.address)
+            room, seat = await service.create(
+                message, token, owner=self.address, account=self.account
+            )
             # Followed before anyone is told the room: nothing can happen to it unseen.
             await self.hub.follow(conn, room.id, seat)
             conn.send(Seat(room.id, seat, token, message.rid).to_dict())
             await self.follow_seated(room, seat, {"kind": "created", "seat": seat}, True)
         elif isinstance(message, Join):
             token = new_token()
-            room, seat = await service.join(message, token)
+            room, seat = await service.join(message, token, account=self.account)
             conn.send(Seat(room.id, seat, token, message.rid).to_dict())
             await self.follow_seated(room, seat, {"kind": "joined", "seat": seat})
         elif isinstance(message, Watch):
@@ -184,7 +202,9 @@ class Session:
             # A second copy of an agreed rematch changes nothing: answered with a resync.
             await self._answer(await service.offer(message), changed=message.kind != "rematch")
         elif isinstance(message, Abort):
-            await self._answer(await service.abort(message))
+            aborted = await service.abort(message)
+            await self._answer(aborted)
+            await abandoned_by_abort(self.app[MODERATION_KEY], self.account, aborted)
         elif isinstance(message, Claim):
             await self._answer(await service.claim(message))
         elif isinstance(message, Leave):
@@ -192,7 +212,7 @@ class Session:
             conn.send(Left(message.room, message.rid).to_dict())
         elif isinstance(message, Chat):
             await self._chat(message)
-        elif isinstance(message, Seek | Unseek | AcceptSeek | Lobby):
+        elif isinstance(message, Seek | Unseek | AcceptSeek | Lobby | PoolJoin | PoolLeave):
             await self.app[SEEKS_KEY].handle(self, message)
 
     async def _answer(self, room: Room, changed: bool = True) -> None:
@@ -238,6 +258,7 @@ class Session:
         if latest > max(room.version, self.conn.last_version.get(room.id, -1)):
             await self._send_current(room.id, room.version)
         else:
+            await self._load_hidden()
             self._send_chat(room.id, which, chat)
 
     async def follow_room(self, room_id: str, seat: int | None) -> None:
@@ -288,9 +309,11 @@ class Session:
     async def _replay_chat(self, room_id: str) -> None:
         """The last lines of the room's chat channel this connection reads, if any."""
         which = channel_of(self.conn.rooms.get(room_id))
+        await self._load_hidden()
         self._send_chat(room_id, which, await self.app[CHAT_KEY].history(room_id, which))
 
     def _send_chat(self, room_id: str, which: Channel, lines: list[dict[str, Any]]) -> None:
+        lines = [line for line in lines if not hidden_line(self.conn.hidden, line)]
         if lines:
             self.conn.send(ChatLines(room_id, which, lines, replay=True).to_dict())
 
@@ -306,8 +329,32 @@ class Session:
                 if room.id not in self.conn.rooms
                 else f"you play in {room.id}: send your seat's token to chat as a player",
             )
+        await self._refuse_muted()
         self.chat_rate.take()
-        await self.app[CHAT_KEY].post(room, which, seat, name, text)
+        account = None if self.account is None else self.account.username
+        await self.app[CHAT_KEY].post(room, which, seat, name, text, account)
+
+    async def _refuse_banned(self) -> None:
+        """``auth/banned`` if this socket's account or address is banned now."""
+        account_id = None if self.account is None else self.account.id
+        refusal = await self.app[MODERATION_KEY].banned(account_id, self.address)
+        if refusal is not None:
+            raise ProtocolError("auth/banned", refusal)
+
+    async def _refuse_muted(self) -> None:
+        """``chat/muted`` (with the time left) if this socket's account is muted now."""
+        if self.account is not None:
+            until = await self.app[MODERATION_KEY].muted_until(self.account.id)
+            if until is not None:
+                raise ProtocolError("chat/muted", mute_text(until, int(time.time() * 1000)))
+
+    async def _load_hidden(self) -> None:
+        """The chat this connection must not see: the accounts its account blocks or is
+        blocked by (read as it follows a room, and again by a frame once HIDDEN_REFRESH_S
+        old: a block counts within seconds for a client that pings)."""
+        if self.account is not None:
+            self.conn.hidden = await self.app[MODERATION_KEY].hidden_names(self.account.id)
+            self.hidden_read = time.monotonic()
 
     async def _count_create(self) -> None:
         """Rooms cost storage: one connection may open ``creates_per_connection_per_minute``
@@ -371,6 +418,13 @@ class Session:
         lag = self.conn.lag
         return lag.estimate_ms if lag is not None else 0
 
-    def _error(self, code: str, text: str, rid: str | int | None = None) -> None:
+    def _error(
+        self,
+        code: str,
+        text: str,
+        rid: str | int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Send an error; ``details``: its extra fields (``rate/ai_games``: ``rooms``)."""
         self.metrics.errors.labels(code).inc()
-        self.conn.send(Error(code, text, rid).to_dict())
+        self.conn.send(Error(code, text, rid, details).to_dict())

@@ -70,7 +70,13 @@ async def load_record(request: web.Request, game_id: str) -> dict[str, Any] | No
             service.store.events_since(room.id, -1),
             record_chat(request.app[CHAT_LOG_KEY], room.id),
         )
-        return record_of(room, events, chat)
+        record = record_of(room, events, chat)
+        if room.status == "over" and room.rated:
+            # The rating change is written by the archiver, into the archived copy only.
+            archived = await request.app[ARCHIVE_KEY].get(game_id)
+            if archived is not None and "ratings" in archived:
+                record["ratings"] = archived["ratings"]
+        return record
     return await request.app[ARCHIVE_KEY].get(game_id)
 
 

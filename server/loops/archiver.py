@@ -50,7 +50,15 @@ supervisor (server/loops/supervisor.py), which starts it again with backoff.
 
 ``delay_s`` (fault injection for tests only; ``KIBITZ_ARCHIVE_DELAY_MS`` through the node
 config, server/config.py): sleep this long after reading an entry and before writing it,
-so a test can kill the node in between.
+so a test can kill the node in between; ``release_delay_s``
+(``KIBITZ_ARCHIVE_RELEASE_DELAY_MS``): sleep this long after the database write and
+before the acknowledgement, so a test can kill the node with the game written and its
+entry still pending (another node then writes it again: a rated game's change is not
+applied twice, server/ratings/store.py).
+
+**Ratings.** The write is ``Archive.save_many``, whose transaction also applies each rated
+game's rating change (the archive's ``before_save`` hook, server/ratings/store.py), keyed
+by the game's id: the records written carry the changes (``"ratings"``).
 """
 
 from __future__ import annotations
@@ -152,9 +160,11 @@ class Archiver:
         node: str,
         lifetimes: Lifetimes,
         delay_s: float = 0.0,
+        release_delay_s: float = 0.0,
     ) -> None:
-        """``chat``: the node's chat lists, read into each record; ``delay_s``: fault
-        injection for tests (the node config's ``archive_delay_ms``)."""
+        """``chat``: the node's chat lists, read into each record; ``delay_s`` and
+        ``release_delay_s``: fault injection for tests (the node config's
+        ``archive_delay_ms`` and ``archive_release_delay_ms``)."""
         self.redis = redis
         self.chat = chat
         self.store: RoomStore = service.store
@@ -163,6 +173,7 @@ class Archiver:
         self.node = node
         self.lifetimes = lifetimes
         self.delay_s = delay_s
+        self.release_delay_s = release_delay_s
         self._sweep_offset = 0
         self._next_sweep = 0.0
         self._legacy_cursor: int | None = 0  # None once the pass over old rooms is done
@@ -204,6 +215,8 @@ class Archiver:
             for entry in ready:
                 await self._save_one(entry)
             return
+        if self.release_delay_s:
+            await asyncio.sleep(self.release_delay_s)
         await asyncio.gather(*(self._release(entry) for entry in ready))
 
     async def _read(self, entry: Entry) -> _Entry | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus.errors import BusError
@@ -40,8 +41,11 @@ class DeadlineSweeper:
         service: RoomService,
         interval_s: float = SWEEP_INTERVAL_S,
         sync_interval_s: float = SYNC_INTERVAL_S,
+        on_time_out: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.service = service
+        #: Told each room this sweeper ended (abandonments: server/moderation/hooks.py).
+        self.on_time_out = on_time_out
         self.interval_s = interval_s
         self.sync_interval_s = sync_interval_s
         self.ended = 0  # rooms this node ended on time
@@ -75,5 +79,7 @@ class DeadlineSweeper:
             if done:
                 ended += 1
                 log.info("room %s ended on its clock", room_id)
+                if self.on_time_out is not None:
+                    await self.on_time_out(room_id)
         self.ended += ended
         return ended

@@ -107,10 +107,20 @@ class ChatStore:
         self.log = log
 
     async def post(
-        self, room: Room, which: Channel, seat: int | None, name: str, text: str
+        self,
+        room: Room,
+        which: Channel,
+        seat: int | None,
+        name: str,
+        text: str,
+        account: str | None = None,
     ) -> dict[str, Any]:
-        """Store and publish one line; the line as stored (with its id)."""
-        line = {"seat": seat, "name": name, "text": text, "at": int(time.time() * 1000)}
+        """Store and publish one line; the line as stored (with its id). ``account``: the
+        sender's username when signed in (the line's ``account``: blocks hide it)."""
+        line: dict[str, Any] = {"seat": seat, "name": name, "text": text}
+        line["at"] = int(time.time() * 1000)
+        if account is not None:
+            line["account"] = account
         stored = await self.log.append(room.id, which, json.dumps(line), KEPT, REARCHIVE_MARK_MS)
         if stored is None:
             raise ProtocolError("room/unknown", f"no room {room.id!r}")

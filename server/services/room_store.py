@@ -11,12 +11,23 @@ passes through: the room service retries on it.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from kibitz.server.domain.room import Presence, Room, RoomError, is_aborted
 from kibitz.shared.bus import store as bus
+from kibitz.shared.bus.playing import PlayerRooms
 from kibitz.shared.bus.store import AiGames, AiGamesMode, PresenceCounts, RoomCommit
 from kibitz.shared.protocol.jobs import Job
+
+#: A signed-in creator's room owner is this and the account's id (a guest's: the address):
+#: the AI game cap and the fair AI queue count per account then.
+ACCOUNT_OWNER = "account:"
+
+
+def ai_owner(account_id: int | None, address: str) -> str:
+    """Who a new room's AI games count against: the account, else the address."""
+    return address if account_id is None else f"{ACCOUNT_OWNER}{account_id}"
 
 
 def seat_flags(room: Room, present: int | None = None) -> str:
@@ -28,8 +39,10 @@ def seat_flags(room: Room, present: int | None = None) -> str:
     )
 
 
-def ai_games(room: Room, expected_version: int, limit: int) -> AiGames | None:
-    """How the change counts against the owner's unfinished AI games (None: not at all)."""
+def ai_games(
+    room: Room, expected_version: int, limit: int, grace_ms: int = bus.AI_GAMES_GRACE_MS
+) -> AiGames | None:
+    """How the change counts against the owner's AI games (None: not at all)."""
     if not (room.owner and room.has_ai):
         return None
     mode: AiGamesMode = "touch"
@@ -37,7 +50,33 @@ def ai_games(room: Room, expected_version: int, limit: int) -> AiGames | None:
         mode = "create"
     elif room.status == "over":
         mode = "end"
-    return AiGames(room.owner, mode, limit)
+    return AiGames(room.owner, mode, limit, grace_ms)
+
+
+def ai_games_refusal(owner: str, refused: bus.AiGamesLimit, grace_ms: int) -> RoomError:
+    """The ``rate/ai_games`` refusal: whose games count, which (their ids, also as the
+    error's ``rooms``), and how one stops counting."""
+    you = owner.startswith(ACCOUNT_OWNER)
+    listed = ", ".join(refused.rooms)
+    if refused.over_kept:
+        text = (
+            f"{'you have' if you else 'this address has'} {refused.unfinished} unfinished "
+            f"games against the AI (at most {refused.kept}, counting those left): "
+            f"{listed}; finish or resign some first"
+        )
+    else:
+        text = (
+            f"{'you are' if you else 'this address is'} already playing {refused.games} "
+            f"games against the AI (at most {refused.limit}): {listed}; finish, resign or "
+            f"leave one first (a game left for {_duration(grace_ms)} stops counting)"
+        )
+    return RoomError("rate/ai_games", text, {"rooms": list(refused.rooms)})
+
+
+def _duration(ms: int) -> str:
+    if ms >= 60_000 and ms % 60_000 == 0:
+        return f"{ms // 60_000} min"
+    return f"{ms / 1000:g} s"
 
 
 def _moves_of(room: Room, snapshot: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -58,6 +97,7 @@ def room_commit(
     ai_games_limit: int,
     deadline: int | None,
     present: int | None,
+    ai_games_grace_ms: int = bus.AI_GAMES_GRACE_MS,
 ) -> RoomCommit:
     """What committing ``room`` writes (see :meth:`RoomStore.commit`)."""
     return RoomCommit(
@@ -73,8 +113,21 @@ def room_commit(
         seat_flags=seat_flags(room, present),
         deadline_ms=deadline,
         job=job,
-        ai_games=ai_games(room, expected_version, ai_games_limit),
+        ai_games=ai_games(room, expected_version, ai_games_limit, ai_games_grace_ms),
     )
+
+
+def seated_players(room: Room, expected_version: int, present: int | None) -> list[str]:
+    """The player ids a change seats in an unfinished room: every human seat's of a new
+    room, the just-seated one's of a join; for the per-player index of rooms (profiles)."""
+    if room.status == "over":
+        return []
+    seats = range(len(room.seats)) if expected_version < 0 else [] if present is None else [present]
+    return [
+        player
+        for i in seats
+        if room.seats[i].kind == "human" and (player := room.seats[i].player) is not None
+    ]
 
 
 def _presence(counts: PresenceCounts) -> Presence:
@@ -83,6 +136,11 @@ def _presence(counts: PresenceCounts) -> Presence:
 
 class RoomStore(bus.RoomStore):
     """The bus's store, with rooms read and written as ``Room``."""
+
+    @cached_property
+    def playing(self) -> PlayerRooms:
+        """The rooms each player sits in (``seated_players`` of each commit)."""
+        return PlayerRooms(self.redis)
 
     async def load(self, room_id: str) -> Room | None:
         record = await self.load_record(room_id)
@@ -109,6 +167,7 @@ class RoomStore(bus.RoomStore):
         ai_games_limit: int = bus.AI_GAMES_LIMIT,
         deadline: int | None = None,
         present: int | None = None,
+        ai_games_grace_ms: int = bus.AI_GAMES_GRACE_MS,
     ) -> Presence:
         """Write ``room`` if it is still at ``expected_version``; else StaleVersion. One
         round trip.
@@ -121,21 +180,26 @@ class RoomStore(bus.RoomStore):
         ``deadline``: when the room's clock next needs the sweeper (server-clock ms), kept
         in ``deadlines`` in the same atomic step (None takes the room off it).
 
-        A new room with an AI seat counts against its owner's ``ai_games_limit``
-        (RoomError ``rate/ai_games`` past it); a job that does not fit in the fair queue
+        A new room with an AI seat is refused (RoomError ``rate/ai_games``, naming the
+        games that count) while its owner plays ``ai_games_limit`` AI games (their human
+        connected, or gone less than ``ai_games_grace_ms``: shared/bus/scripts/
+        ai_games_lib.lua); a job that does not fit in the fair queue
         refuses the whole change (RoomError ``server/busy``). Refused means unwritten.
+
+        The players a change seats (:func:`seated_players`) are noted in the per-player
+        index of rooms (:class:`~kibitz.shared.bus.playing.PlayerRooms`) before it.
         """
         plan = room_commit(
-            room, expected_version, event, snapshot, job, ai_games_limit, deadline, present
-        )
+            room, expected_version, event, snapshot, job, ai_games_limit, deadline, present,
+            ai_games_grace_ms,
+        )  # fmt: skip
+        seated = seated_players(room, expected_version, present)
+        if seated:  # noted first: the index may name a room not made, never miss one made
+            await self.playing.seated(room.id, seated, room.updated_ms)
         try:
             return _presence(await self.commit_plan(plan))
         except bus.AiGamesLimit as exc:
-            raise RoomError(
-                "rate/ai_games",
-                f"this address already has {exc.games} unfinished games against the AI "
-                f"(at most {exc.limit}); finish or resign one first",
-            ) from None
+            raise ai_games_refusal(room.owner or "", exc, ai_games_grace_ms) from None
         except bus.QueueFull:
             raise RoomError("server/busy", "the AI queue is full; try again in a moment") from None
 

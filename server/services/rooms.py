@@ -18,16 +18,21 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from kibitz.server.domain import clocks
 from kibitz.server.domain import room as rooms
-from kibitz.server.domain.room import Event, Presence, Room, RoomError
+from kibitz.server.domain.anchors import AnchorError, level_rating
+from kibitz.server.domain.players import Account
+from kibitz.server.domain.room import Event, Presence, Room, RoomError, SeatAccount
+from kibitz.server.domain.speeds import SpeedError, speed_of
 from kibitz.server.services.limits import AddressLimiter, LimitExceeded, Limits
-from kibitz.server.services.room_store import RoomStore
+from kibitz.server.services.room_store import RoomStore, ai_owner
 from kibitz.shared.bus.errors import BusError
-from kibitz.shared.bus.store import StaleVersion
-from kibitz.shared.games import find_game
+from kibitz.shared.bus.store import AI_GAMES_GRACE_MS, StaleVersion
+from kibitz.shared.games import GameError, find_game
 from kibitz.shared.protocol.client_in import (
     Abort,
     Claim,
@@ -52,11 +57,38 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _game_name(name: str) -> str:
+    """The registered name of the game ``name`` (``game/unknown`` if there is none)."""
+    try:
+        return find_game(name).name
+    except GameError as exc:
+        raise RoomError(exc.code, str(exc)) from None
+
+
+def ai_rating_of(game: str, opponent: str) -> int | None:
+    """The fixed rating of the AI level ``opponent`` names in ``game`` (None: a human
+    opponent, or a level without one)."""
+    if not opponent.startswith("ai:"):
+        return None
+    try:
+        return level_rating(game, int(opponent[3:]))
+    except AnchorError:
+        return None
+
+
 def level_budget(game: str, level: int) -> Budget:
     """The search budget of an AI level (from the searcher's level table)."""
     from kibitz.shared.search import budget_for_level
 
     return budget_for_level(game, level)
+
+
+class SeatRatings(Protocol):
+    """Where a seat's rating is read when a signed-in player takes it (the rating store,
+    server/ratings/store.py): the rounded rating in ``game`` at ``speed``, inactivity
+    growth applied, and whether it is provisional."""
+
+    async def seat_rating(self, account_id: int, game: str, speed: str) -> tuple[int, bool]: ...
 
 
 Decision = tuple[Room, Event, Any]
@@ -71,9 +103,12 @@ class RoomService:
         first_move_ms: int = clocks.FIRST_MOVE_MS,
         limiter: AddressLimiter | None = None,
         claim_after_ms: int | None = None,
+        ai_game_grace_ms: int = AI_GAMES_GRACE_MS,
     ) -> None:
-        """``ai_games_per_owner``: unfinished AI games one address may have (default:
-        :class:`~kibitz.server.services.limits.Limits`' ``ai_games_per_address``);
+        """``ai_games_per_owner``: AI games one owner (an address, or an account) may be
+        playing (default: :class:`~kibitz.server.services.limits.Limits`'
+        ``ai_games_per_address``), those whose human is connected or gone less than
+        ``ai_game_grace_ms``;
         ``first_move_ms``: how long each side of a timed game has for its first move;
         ``limiter``: the per-address room budget (None: rooms are not counted);
         ``claim_after_ms``: the node config's (server/config.py)."""
@@ -82,6 +117,7 @@ class RoomService:
         self.ai_games_per_owner = (
             Limits().ai_games_per_address if ai_games_per_owner is None else ai_games_per_owner
         )
+        self.ai_game_grace_ms = ai_game_grace_ms
         self.first_move_ms = first_move_ms
         #: How long a player must be gone before the opponent may claim, for every room
         #: (KIBITZ_CLAIM_AFTER_MS; None: 30 s in timed games, 120 s in untimed ones).
@@ -96,6 +132,9 @@ class RoomService:
         # The last snapshot this node committed per room, to answer the request itself, and
         # the one before if it seated a player (who may follow only after the next change).
         self._committed: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        #: The rating store seats read their ratings from, set by the composition root
+        #: (server/node.py); None: signed-in seats show their accounts without ratings.
+        self.ratings: SeatRatings | None = None
 
     # -- the server clock ----------------------------------------------------------------
     def clock_ms(self) -> int:
@@ -255,9 +294,20 @@ class RoomService:
             await self.limiter.refund_create(counted)
 
     # -- commands ----------------------------------------------------------------------
-    async def create(self, msg: Create, token: str, owner: str | None = None) -> tuple[Room, int]:
+    async def create(
+        self, msg: Create, token: str, owner: str | None = None, account: Account | None = None
+    ) -> tuple[Room, int]:
         """A new room; ``owner`` (the creator's address) is what the AI queue is fair
-        between and what the AI game limit counts (``rate/ai_games`` past it)."""
+        between and what the AI game limit counts (``rate/ai_games`` past it), unless
+        ``account`` is given: the signed-in creator (None: a guest), who owns it then
+        (``account:ID``: :func:`~kibitz.server.services.room_store.ai_owner`) and whose
+        seat shows it with its rating (read now); ``msg.rated`` needs one (see
+        :func:`rooms.create_room`)."""
+        if account is not None:
+            owner = ai_owner(account.id, owner or "")
+        game = _game_name(msg.game)
+        holder = await self.holder(account, game, msg.clock, msg.rated)
+        ai_rating = ai_rating_of(game, msg.opponent) if msg.rated else None
         for _ in range(RETRIES):
             room, event, seat = rooms.create_room(
                 rooms.new_room_id(),
@@ -273,6 +323,9 @@ class RoomService:
                 player=player_id(msg.player_key) if msg.player_key else None,
                 clock=msg.clock,
                 first_move_ms=self.first_move_ms,
+                rated=msg.rated,
+                holder=holder,
+                ai_rating=ai_rating,
             )
             state = find_game(room.game).parse_position(room.start)
             try:
@@ -281,6 +334,56 @@ class RoomService:
                 continue  # id collision: draw another
             return room, seat
         raise RoomError("server/busy", "could not allocate a room id")
+
+    async def holder(
+        self,
+        account: Account | None,
+        game: str,
+        control: dict[str, Any] | None,
+        rated: bool,
+    ) -> SeatAccount | None:
+        """The seat ``account`` takes in a room of ``game`` with the time control
+        ``control``, its rating at that speed read now (one database read, made only as
+        a signed-in player takes a seat, never per move); None for a guest. If the
+        ratings cannot be read, a casual seat shows none and a ``rated`` one is refused
+        (``server/unavailable``)."""
+        if account is None:
+            return None
+        rating, provisional = await self._rating(account.id, game, control, rated)
+        return SeatAccount(
+            account.id, account.username, account.player_id, rating, provisional, account.bot
+        )
+
+    async def _rating(
+        self, account_id: int, game: str, control: dict[str, Any] | None, rated: bool
+    ) -> tuple[int | None, bool]:
+        """(rating, provisional) of ``account_id`` for a seat (see :meth:`holder`)."""
+        if self.ratings is None:
+            return None, False
+        try:
+            speed = speed_of(game, control)
+            return await self.ratings.seat_rating(account_id, game, speed)
+        except SpeedError:
+            return None, False  # a game without ratings: the seat shows none
+        except (SQLAlchemyError, OSError) as exc:
+            if rated:
+                raise RoomError(
+                    "server/unavailable", "ratings cannot be read now; try again"
+                ) from None
+            log.warning("no rating for account %s: %s", account_id, type(exc).__name__)
+            return None, False
+
+    async def _rerated(self, room: Room) -> Room:
+        """``room`` (a rematch, not yet committed) with its signed-in seats' ratings read
+        again: the game before may have moved them."""
+        control = clocks.control_of(room.clock)
+        for index, seat in enumerate(room.seats):
+            if seat.account_id is not None:
+                rating, provisional = await self._rating(
+                    seat.account_id, room.game, control, room.rated
+                )
+                room.seats[index] = replace(seat, rating=rating, provisional=provisional)
+        return room
 
     async def create_built(self, build: Callable[[str], tuple[Room, Event]]) -> Room:
         """Commit a new room made by ``build(room_id)``, a fresh id each try (an accepted
@@ -295,12 +398,21 @@ class RoomService:
             return room
         raise RoomError("server/busy", "could not allocate a room id")
 
-    async def join(self, msg: Join, token: str) -> tuple[Room, int]:
+    async def join(self, msg: Join, token: str, account: Account | None = None) -> tuple[Room, int]:
+        """Take a seat of ``msg.room``; ``account``: the signed-in player (None: a
+        guest), whose rating in the room's game and speed is read first."""
         seat_taken: list[int] = []
+        holder: SeatAccount | None = None
+        if account is not None:  # game, time control and rated never change in a room
+            known = self.cached(msg.room) or await self.get(msg.room)
+            control = clocks.control_of(known.clock)
+            holder = await self.holder(account, known.game, control, known.rated)
 
         def decide(room: Room) -> Decision:
             player = player_id(msg.player_key) if msg.player_key else None
-            new, event, seat = rooms.join_room(room, msg.seat, msg.name, token, now_ms(), player)
+            new, event, seat = rooms.join_room(
+                room, msg.seat, msg.name, token, now_ms(), player, holder
+            )
             seat_taken.append(seat)
             return new, event, self.state_of(room)
 
@@ -383,6 +495,7 @@ class RoomService:
         fresh, created = rooms.rematch_room(agreed, now_ms())
         if await self.store.version(fresh.id) is not None:
             return  # another node (or an earlier try) made it for the same agreement
+        fresh = await self._rerated(fresh)
         fresh_state = find_game(fresh.game).parse_position(fresh.start)
         counted = await self.count_room(agreed.owner)
         try:
@@ -582,6 +695,7 @@ class RoomService:
             self.ai_games_per_owner,
             deadline=clocks.deadline(room.clock, room.status),
             present=present,
+            ai_games_grace_ms=self.ai_game_grace_ms,
         )
         self._remember(room, state)
         self._remember_room(room)

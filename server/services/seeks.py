@@ -22,6 +22,18 @@ and address, pruned of dead nodes' seeks; and the channel ``seeks:events``:
 ``{"kind": "changed"}`` when seeks change (lobby pushes) and ``{"kind": "accepted", ...}``
 for the creator's node). This module decides who may post, withdraw and accept.
 
+A seek may be ``rated`` (its poster and acceptor signed in: ``auth/required``) and may
+have a ``rating_range`` [min, max] the acceptor's rating must lie in
+(``seek/out_of_range``; a guest may not accept such a seek: ``auth/required``); the
+acceptor's rating is their seat rating in the seek's game and speed. Seeks between two
+accounts of which one blocks the other are refused (``seek/blocked``), and a player who
+abandoned games waits before posting or accepting one (``seek/penalty``); these shared
+rules are server/services/seekers.py's. The room of a rated seek is rated. The lobby lists
+a signed-in seeker's ``account``, ``rating`` and ``provisional``, ``rated`` (when true) and
+the ``rating_range`` (when set). The quick pairing pool (server/services/pool.py) comes
+through here too: ``pool_join`` and ``pool_leave`` are handed to it, and a closed
+connection leaves it.
+
 Lobby subscribers get ``{"type": "lobby", "seeks", "games"}`` when they subscribe, within
 ``PUSH_INTERVAL_S`` of a change to the seeks (never more often), and when the list of
 live games has changed, looked at every ``GAMES_REFRESH_S``.
@@ -35,20 +47,32 @@ import json
 import logging
 import random
 import secrets
-from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from kibitz.server.domain import clocks
 from kibitz.server.domain import room as rooms
-from kibitz.server.domain.room import Event, Room, RoomError, new_token
+from kibitz.server.domain.room import Room, RoomError, SeatAccount, new_token
+from kibitz.server.services import seekers
+from kibitz.server.services.pool import Pool
 from kibitz.server.services.rooms import RoomService, now_ms
+from kibitz.server.services.seekers import LobbyConnection, Seeker, SeekSession, build_room
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.lobby import SeekBoard
 from kibitz.shared.games import GameError, find_game
-from kibitz.shared.protocol.client_in import Abort, AcceptSeek, Lobby, Seek, Unseek, player_id
+from kibitz.shared.protocol.client_in import (
+    Abort,
+    AcceptSeek,
+    Lobby,
+    PoolJoin,
+    PoolLeave,
+    Seek,
+    Unseek,
+)
 from kibitz.shared.protocol.client_out import LobbyLeft, LobbyList, Seat, SeekPosted, SeekWithdrawn
 from kibitz.shared.protocol.codec import Codec, ProtocolError, encode_bytes
 from kibitz.shared.protocol.node import SeekAccepted, parse_seeks_event
+
+__all__ = ["LobbyConnection", "SeekSession", "Seeks", "build_room", "lobby_game", "public"]
 
 log = logging.getLogger(__name__)
 
@@ -62,83 +86,36 @@ SEEK_ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 PUBLIC_FIELDS = ("id", "game", "options", "clock", "seat", "name", "player", "created_ms")
 
 
-class LobbySocket(Protocol):
-    @property
-    def closed(self) -> bool: ...
-
-
-class LobbyConnection(Protocol):
-    """What seeks need of a client's connection (server/fanout/connection.py's
-    ``Connection``): its codec, whether it is going, and a way to send it a message."""
-
-    @property
-    def closing(self) -> bool: ...
-    @property
-    def codec(self) -> Codec: ...
-    @property
-    def ws(self) -> LobbySocket: ...
-    def send(self, message: dict[str, Any]) -> None: ...
-    def send_frame(self, frame: bytes) -> None: ...
-
-
-class SeekSession(Protocol):
-    """What seeks need of a connection's session (server/gateway/session.py's ``Session``)."""
-
-    id: str
-    address: str
-
-    @property
-    def conn(self) -> LobbyConnection: ...
-
-    async def follow_room(self, room_id: str, seat: int | None) -> None: ...
-
-
 def public(seek: dict[str, Any]) -> dict[str, Any]:
-    """A seek as the lobby shows it (no node, connection or address)."""
-    return {name: seek.get(name) for name in PUBLIC_FIELDS}
-
-
-def build_room(
-    seek: dict[str, Any],
-    room_id: str,
-    creator_token: str,
-    acceptor_token: str,
-    acceptor_name: str | None,
-    acceptor_player: str | None,
-    now: int,
-    creator_seat: int,
-    first_move_ms: int,
-) -> tuple[Room, Event]:
-    """The room of an accepted seek, both players seated, at version 0 (event
-    ``created``, by the creator's seat), with the seek's game, options and clock."""
-    room, _event, seat = rooms.create_room(
-        room_id,
-        seek["game"],
-        seek["options"],
-        "human",
-        creator_seat,
-        seek.get("name"),
-        creator_token,
-        now,
-        owner=seek.get("address"),
-        player=seek.get("player"),
-        clock=seek.get("clock"),
-        first_move_ms=first_move_ms,
-    )
-    joined, _joined_event, _ = rooms.join_room(
-        room, 1 - seat, acceptor_name, acceptor_token, now, acceptor_player
-    )
-    # One change, not two: the room is born with both seats taken.
-    return replace(joined, version=room.version), Event("created", seat)
+    """A seek as the lobby shows it (no node, connection, address or account id): the
+    fields every seek has, then ``rated`` (a rated seek only), ``rating_range`` (when
+    set) and the seeker's ``account``, ``rating`` and ``provisional`` (signed in only)."""
+    out = {name: seek.get(name) for name in PUBLIC_FIELDS}
+    if seek.get("rated"):
+        out["rated"] = True
+    if seek.get("rating_range") is not None:
+        out["rating_range"] = seek["rating_range"]
+    return out | seekers.shown(seek)
 
 
 class Seeks:
     """One node's seeks: the Redis side, its own connections' seeks and the lobby push."""
 
-    def __init__(self, board: SeekBoard, service: RoomService, node: str) -> None:
+    def __init__(
+        self,
+        board: SeekBoard,
+        service: RoomService,
+        node: str,
+        gate: seekers.Gate | None = None,
+        pool: Pool | None = None,
+    ) -> None:
+        """``gate``: blocks and abandonment penalties (the moderation service; None: no
+        such checks); ``pool``: the quick pairing pool (None: ``pool_join`` is refused)."""
         self.board = board
         self.service = service
         self.node = node
+        self.gate = gate
+        self.pool = pool
         self.local: dict[str, SeekSession] = {}  # seek id -> its creator's session here
         self.by_session: dict[str, set[str]] = {}  # session id -> its open seeks
         self.subscribers: set[LobbyConnection] = set()
@@ -181,9 +158,15 @@ class Seeks:
 
     # -- client messages -----------------------------------------------------------------
     async def handle(
-        self, session: SeekSession, message: Seek | Unseek | AcceptSeek | Lobby
+        self,
+        session: SeekSession,
+        message: Seek | Unseek | AcceptSeek | Lobby | PoolJoin | PoolLeave,
     ) -> None:
-        if isinstance(message, Seek):
+        if isinstance(message, PoolJoin | PoolLeave):
+            if self.pool is None:
+                raise ProtocolError("pool/unavailable", "this server has no pairing pool")
+            await self.pool.handle(session, message)
+        elif isinstance(message, Seek):
             await self.seek(session, message)
         elif isinstance(message, Unseek):
             await self.unseek(session, message)
@@ -206,6 +189,11 @@ class Seeks:
             options = dict(game.normalize_options(message.options))
         except GameError as exc:
             raise RoomError(exc.code, str(exc)) from None
+        seeker = await seekers.seeker(
+            self.service, session.account, message.player_key, game.name, message.clock,
+            message.rated,
+        )  # fmt: skip
+        await seekers.check_penalty(self.gate, session.account)
         # A seek offers a room: its poster pays for it now (rate/limited: nothing posted).
         counted = await self.service.count_room(session.address)
         seek_id = "".join(secrets.choice(SEEK_ID_ALPHABET) for _ in range(10))
@@ -216,8 +204,10 @@ class Seeks:
             "clock": message.clock,
             "seat": "random" if message.seat is None else message.seat,
             "name": message.name,
-            "player": player_id(message.player_key) if message.player_key else None,
             "created_ms": now_ms(),
+            **seeker.facts(),
+            "rated": message.rated,
+            "rating_range": None if message.rating_range is None else [*message.rating_range],
             "node": self.node,
             "conn": session.id,
             "address": session.address,
@@ -239,20 +229,61 @@ class Seeks:
         session.conn.send(SeekWithdrawn(message.seek, message.rid).to_dict())
 
     async def accept(self, session: SeekSession, message: AcceptSeek) -> None:
+        acceptor, creator = await self._parties(session, message)
         # The acceptor pays for the room first: refused (rate/limited), the seek stays.
         counted = await self.service.count_room(session.address)
         try:
-            room, creator_seat, acceptor_token = await self._take(session, message)
+            room, creator_seat, acceptor_token = await self._take(
+                session, message, acceptor, creator
+            )
         except ProtocolError:  # refused: no room was made (a Redis error may have made it)
             await self.service.uncount_room(counted)
             raise
         session.conn.send(Seat(room.id, 1 - creator_seat, acceptor_token, message.rid).to_dict())
         await session.follow_room(room.id, 1 - creator_seat)
 
-    async def _take(self, session: SeekSession, message: AcceptSeek) -> tuple[Room, int, str]:
+    async def _parties(
+        self, session: SeekSession, message: AcceptSeek
+    ) -> tuple[Seeker, SeatAccount | None]:
+        """The acceptor of the seek, once every rule between them and it holds (nothing
+        changes when one does not: the seek stays open), and the seat its creator takes
+        now (a game since it was posted may have moved their rating)."""
+        seek = await self.board.get(message.seek)
+        if seek is None:
+            raise ProtocolError(
+                "seek/unknown", f"no open seek {message.seek!r} (taken, withdrawn or gone)"
+            )
+        account = session.account
+        player = account.player_id if account else seekers.guest_player(message.player_key)
+        if seek.get("conn") == session.id or (player is not None and seek.get("player") == player):
+            raise ProtocolError("seek/own", "that is your own seek; unseek it instead")
+        rated, rating_range = bool(seek.get("rated")), seek.get("rating_range")
+        if account is None and (rated or rating_range is not None):
+            raise ProtocolError(
+                "auth/required", "this seek is rated or has a rating range: sign in to accept it"
+            )
+        acceptor = await seekers.seeker(
+            self.service, account, message.player_key, seek["game"], seek.get("clock"),
+            rated or rating_range is not None,
+        )  # fmt: skip
+        seekers.check_range(acceptor, rating_range)
+        await seekers.check_penalty(self.gate, account)
+        await seekers.check_not_blocked(self.gate, seek.get("account_id"), acceptor.account_id)
+        creator = await self.service.holder(
+            seekers.holder_of(seek), seek["game"], seek.get("clock"), rated
+        )
+        return acceptor, creator
+
+    async def _take(
+        self,
+        session: SeekSession,
+        message: AcceptSeek,
+        acceptor: Seeker,
+        creator: SeatAccount | None,
+    ) -> tuple[Room, int, str]:
         """Take the seek off the lobby, make its room and tell its creator's node; (the
         room, the creator's seat, the acceptor's token)."""
-        player = player_id(message.player_key) if message.player_key else None
+        player = acceptor.player
         taken = await self.board.take(message.seek, session.id, player)
         if taken.status == "own":
             raise ProtocolError("seek/own", "that is your own seek; unseek it instead")
@@ -263,6 +294,7 @@ class Seeks:
         seek = json.loads(taken.seek)
         creator_seat = seek["seat"] if seek["seat"] in (0, 1) else random.randrange(2)
         creator_token, acceptor_token = new_token(), new_token()
+        rated = bool(seek.get("rated"))
         room = await self.service.create_built(
             lambda room_id: build_room(
                 seek,
@@ -274,6 +306,9 @@ class Seeks:
                 now_ms(),
                 creator_seat,
                 self.service.first_move_ms,
+                rated=rated,
+                creator=creator,
+                acceptor=acceptor.holder,
             )
         )
         event = SeekAccepted(
@@ -284,8 +319,11 @@ class Seeks:
 
     # -- connections ---------------------------------------------------------------------
     async def closed(self, session: SeekSession) -> None:
-        """The session's connection closed: its seeks go, and it leaves the lobby."""
+        """The session's connection closed: its seeks go, it leaves the lobby and the
+        pool."""
         self.subscribers.discard(session.conn)
+        if self.pool is not None:
+            await self.pool.closed(session)
         mine = self.by_session.pop(session.id, set())
         for seek_id in mine:
             self.local.pop(seek_id, None)
@@ -351,6 +389,8 @@ class Seeks:
     async def stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        if self.pool is not None:
+            await self.pool.stop()
 
 
 async def lobby_game(service: RoomService, room: Room) -> dict[str, Any]:

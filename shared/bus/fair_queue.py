@@ -54,8 +54,9 @@ Keys (``kibitz:`` prefix), each bounded:
 - ``ai:workers``      sorted set: worker name -> last beat (ms); beats older than
                       ``WORKER_TTL_MS`` are pruned; its size is the dispatch window
 - ``ai:yield:{job}``  string with a TTL: a search already yielded for this waiting job
-- ``ai:games:{owner}`` sorted set: unfinished rooms with an AI seat -> last activity (ms);
-                      rooms idle for ``GAME_IDLE_MS`` are pruned, the key expires with them
+- ``ai:games:{owner}`` sorted set: unfinished rooms with an AI seat -> last commit (ms);
+                      the AI game cap's (store.py ``AiGames``, scripts/ai_games_lib.lua);
+                      at most ``AI_GAMES_KEPT``, rooms that left the lobby are pruned
 
 Dispatch drops (never sends) a job whose room is gone or no longer at the job's version:
 the player resigned or the game moved on while the job waited. Wall-clock times come
@@ -89,7 +90,6 @@ MAX_COST_MS = 3_000  # a job's expected cost, whatever its budget says
 DEFAULT_COST_MS = 1_000  # for a budget with no time limit (depth- or node-bound)
 MAX_LEAD_MS = 600_000  # an owner's tags run at most this far ahead of the clock
 WORKER_TTL_MS = 10_000  # a worker that has not beaten for this long is not counted
-GAME_IDLE_MS = 30 * 60 * 1000  # an AI room untouched this long stops counting for its owner
 MAX_DISPATCH_SCAN = 64  # ready jobs looked at by one dispatch call (bounded script time)
 YIELD_AFTER_MS = 1_000  # a search this old may be cut short for a waiting newcomer
 YIELD_MARK_MS = 5_000  # lifetime of the "a search yielded for this job" marker

@@ -127,6 +127,27 @@ def address_creates_key(address: str) -> str:
     return f"{PREFIX}addr:{address}:creates"
 
 
+# --- log-in and sign-up throttles (shared/bus/throttle.py) -------------------------------
+def throttle_key(what: str, subject: str) -> str:
+    """One throttle counter: ``what`` (``login-account``, ``login-addr``, ``signup-addr``)
+    of ``subject`` (a username key or an address)."""
+    return f"{PREFIX}throttle:{what}:{{{subject}}}"
+
+
 # --- the lobby's seeks (server/services/seeks.py) -----------------------------------------
 SEEKS = PREFIX + "seeks"
 SEEKS_CHANNEL = PREFIX + "seeks:events"
+
+
+# --- the rooms each player sits in (shared/bus/playing.py) --------------------------------
+def player_rooms_key(player: str) -> str:
+    """One player's unfinished rooms (sorted set: room id -> when seated, ms)."""
+    return f"{PREFIX}player:{player}:rooms"
+
+
+# --- the quick pairing pool (shared/bus/pool.py, server/services/pool.py) ------------------
+POOL = PREFIX + "pool"  # hash: entry id -> one player waiting in a pool (JSON)
+POOL_CHANNEL = PREFIX + "pool:events"  # a pairing, to the nodes of the two players
+
+# --- moderation (shared/bus/bans.py) -------------------------------------------------------
+BANS = PREFIX + "bans"  # hash: "account:ID" / "address:ADDR" -> the active ban (JSON)

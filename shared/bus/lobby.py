@@ -88,6 +88,21 @@ class SeekBoard:
         status, data = reply
         return Taken(_TAKE_STATUS.get(int(status), "unknown"), str(data))
 
+    async def get(self, seek_id: str) -> dict[str, Any] | None:
+        """The open seek ``seek_id`` if its node is alive (read only: a seek never changes
+        while it is open, so what is checked on it holds when it is taken), else None."""
+        data: Any = await self._redis.hget(keys.SEEKS, seek_id)
+        if data is None:
+            return None
+        try:
+            seek: dict[str, Any] | None = json.loads(data)
+        except ValueError:
+            return None
+        node = seek.get("node") if isinstance(seek, dict) else None
+        if not isinstance(node, str) or not await self._redis.exists(keys.node_key(node)):
+            return None
+        return seek
+
     async def remove(self, conn: str, seek_ids: list[str]) -> int:
         """Withdraw those of ``seek_ids`` that connection ``conn`` posted; how many went."""
         if not seek_ids:

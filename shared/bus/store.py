@@ -94,13 +94,19 @@ FINISHED_TTL_MS = 60 * 60 * 1000  # a finished room stays this long once archive
 EVENTS_KEPT = 10_000  # entries of a room's event stream (approximate MAXLEN); plenty
 NODE_TTL_S = 15  # a node's heartbeat lives this long: a node silent longer is dead
 HEARTBEAT_S = 5.0  # how often a node beats (well inside NODE_TTL_S)
-AI_GAMES_LIMIT = 8  # an owner's unfinished AI games, at most, unless the caller says
+AI_GAMES_LIMIT = 8  # an owner's AI games being played, at most, unless the caller says
+AI_GAMES_GRACE_MS = 10 * 60 * 1000  # a game whose human is gone this long stops counting
+#: An owner's unfinished AI games in all, counted or not, at most (or the limit, if more):
+#: bounds the owner's set and the create's look at it.
+AI_GAMES_KEPT = 64
+AI_GAMES_LISTED = 16  # room ids a refusal names, at most
+AI_GAMES_TTL_MS = 7 * 24 * 60 * 60 * 1000  # an owner's set lives this long after a commit
 LOBBY_ROOMS = 100  # live rooms one lobby read returns, at most (by default)
 LOBBY_MAX_IDLE_MS = 86_400_000  # a live room unchanged this long is left out of the lobby
 DUE_BATCH = 50  # due rooms one deadline read returns, at most (by default)
 
 # Each script's text, read once when this module loads: a missing file fails the import.
-_COMMIT = source("fair_lib", "presence_lib", "commit")
+_COMMIT = source("fair_lib", "presence_lib", "ai_games_lib", "commit")
 _PRESENCE = source("presence_lib", "presence")
 _PUBLISH_PRESENCE = source("presence_lib", "publish_lib", "publish_presence")
 _ATTACH = source("presence_lib", "attach_lib", "attach")
@@ -129,13 +135,21 @@ class PresenceCounts:
 
 @dataclass(frozen=True, slots=True)
 class AiGames:
-    """How a commit counts against its owner's unfinished AI games: ``create`` counts a
-    new room in (refused past ``limit``), ``touch`` keeps it counted, ``end`` counts it
-    out."""
+    """How a commit counts against its owner's AI games: ``create`` adds a new room to
+    the owner's unfinished ones, refused when ``limit`` of them are being played (their
+    human connected, or gone less than ``grace_ms``: scripts/ai_games_lib.lua) or when
+    the owner has ``kept`` unfinished ones in all; ``touch`` keeps it there, ``end``
+    takes it out."""
 
     owner: str
     mode: AiGamesMode
     limit: int = AI_GAMES_LIMIT
+    grace_ms: int = AI_GAMES_GRACE_MS
+
+    @property
+    def kept(self) -> int:
+        """The owner's unfinished AI games in all, at most."""
+        return max(AI_GAMES_KEPT, self.limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +197,29 @@ class StaleVersion(CommitRefused):
 
 
 class AiGamesLimit(CommitRefused):
-    """The owner already has ``games`` unfinished AI games, at or past the limit."""
+    """The owner is already playing ``games`` AI games, at or past ``limit``, or has
+    ``unfinished`` ones in all, at or past ``kept``; ``rooms``: some of them (the ones
+    being played first, at most ``AI_GAMES_LISTED``)."""
 
-    def __init__(self, games: int, limit: int) -> None:
-        super().__init__(f"{games} unfinished AI games (at most {limit})")
+    def __init__(
+        self,
+        games: int,
+        limit: int,
+        rooms: Sequence[str] = (),
+        unfinished: int | None = None,
+        kept: int = AI_GAMES_KEPT,
+    ) -> None:
+        super().__init__(f"{games} AI games being played (at most {limit})")
         self.games = games
         self.limit = limit
+        self.rooms = tuple(rooms)
+        self.unfinished = games if unfinished is None else unfinished
+        self.kept = kept
+
+    @property
+    def over_kept(self) -> bool:
+        """Refused for the games kept in all, not for those being played."""
+        return self.games < self.limit
 
 
 class QueueFull(CommitRefused):
@@ -248,7 +279,7 @@ class CommitArgs(NamedTuple):
     seat1: bytes
     ai_games_mode: str
     ai_games_limit: int
-    game_idle_ms: int
+    ai_games_ttl_ms: int
     job: str
     job_id: str
     job_lane: str
@@ -258,6 +289,9 @@ class CommitArgs(NamedTuple):
     worker_ttl_ms: int
     room_prefix: str
     dispatch_scan: int
+    ai_games_grace_ms: int
+    ai_games_kept: int
+    ai_games_listed: int
 
 
 def snapshot_parts(snapshot: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
@@ -290,6 +324,11 @@ def _presence_reply(reply: Sequence[Any]) -> PresenceCounts:
         gone_ms=(g0 if g0 >= 0 else None, g1 if g1 >= 0 else None),
         spectators=spectators,
     )
+
+
+def _text(value: str | bytes) -> str:
+    """A script's string reply, whether the client decodes replies or not."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _room_keys(room_id: str) -> tuple[str, str, str, str, str]:
@@ -420,7 +459,7 @@ class RoomStore:
             seat1=seat1,
             ai_games_mode=games.mode if games else "",
             ai_games_limit=games.limit if games else AI_GAMES_LIMIT,
-            game_idle_ms=fairness.GAME_IDLE_MS,
+            ai_games_ttl_ms=AI_GAMES_TTL_MS,
             job=job.to_fields()["job"] if job else "",
             job_id=job.job_id if job else "",
             job_lane=fairness.owner_lane(job.owner, job.room) if job else "",
@@ -430,6 +469,9 @@ class RoomStore:
             worker_ttl_ms=fairness.WORKER_TTL_MS,
             room_prefix=keys.ROOM_PREFIX,
             dispatch_scan=fairness.MAX_DISPATCH_SCAN,
+            ai_games_grace_ms=games.grace_ms if games else AI_GAMES_GRACE_MS,
+            ai_games_kept=games.kept if games else AI_GAMES_KEPT,
+            ai_games_listed=AI_GAMES_LISTED,
         )
 
     async def commit_plan(self, plan: RoomCommit) -> PresenceCounts:
@@ -450,7 +492,8 @@ class RoomStore:
         if status == 0:
             raise StaleVersion(value)
         if status == -1:
-            raise AiGamesLimit(value, args.ai_games_limit)
+            unfinished, rooms = int(reply[2]), [_text(room) for room in reply[3:]]
+            raise AiGamesLimit(value, args.ai_games_limit, rooms, unfinished, args.ai_games_kept)
         if status == -2:
             raise QueueFull(value)
         raise BusResponseError(f"the commit script answered {reply!r}")

@@ -6,7 +6,7 @@ thresholds its analysis is judged in and how long each analysed position is sear
 (``server/services/analysis.py``), the standard notation it exports besides JSON
 (``server/domain/export.py``), which engine protocol can play it (``workers/engines.py``), and
 how its bot levels 1..8 search (``shared/search/levels.py``; retuned by ``kibitz
-calibrate``).
+calibrate``), and which speeds its ratings have (``server/domain/speeds.py``).
 
 Each game module sets ``policy = GamePolicy(...)`` on its :class:`Game` class, naming
 only what differs from the defaults; a game that sets nothing gets
@@ -72,7 +72,9 @@ class GamePolicy:
     analysed position; ``notation``: the export format besides JSON, if any;
     ``engine_protocol``: the protocol of outside engines that can play the game, if any;
     ``level_depths``/``level_temperatures``: the search depth and softmax temperature of
-    each bot level 1..8 (eight entries each); ``level8_time_ms``: level 8's search time.
+    each bot level 1..8 (eight entries each); ``level8_time_ms``: level 8's search time;
+    ``chess_speeds``: rated at the chess sites' speeds (bullet, blitz, rapid, classical,
+    correspondence) rather than "timed" and "correspondence" (server/domain/speeds.py).
     """
 
     draw_margin: float = 0.5
@@ -83,6 +85,7 @@ class GamePolicy:
     level_depths: tuple[int | None, ...] = DEFAULT_LEVEL_DEPTHS
     level8_time_ms: int = 2000
     level_temperatures: tuple[float, ...] = DEFAULT_LEVEL_TEMPERATURES
+    chess_speeds: bool = False
 
 
 #: The policy of a game that states none.

@@ -117,6 +117,16 @@ def _int(data: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     return value
 
 
+def _flag(data: dict[str, Any], name: str) -> bool:
+    """An optional true/false field (absent or null: false); anything else is refused."""
+    value = data.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ProtocolError("message/invalid", f"field {name!r} must be true or false")
+    return value
+
+
 MAX_OPTIONS = 16  # most keys in a create's or seek's ``options``
 
 
@@ -166,6 +176,8 @@ class Create:
     #: The time control: None (untimed), {"initial_ms", "increment_ms"} (Fischer) or
     #: {"days_per_move"} (correspondence); see parse_clock.
     clock: dict[str, int] | None = None
+    #: A rated game: needs the creator signed in, and a signed-in opponent or an AI.
+    rated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +263,30 @@ class Seek:
     name: str | None = None
     player_key: str | None = None
     rid: str | int | None = None
+    #: A rated seek: its poster and its acceptor must be signed in.
+    rated: bool = False
+    #: The acceptor's rating must lie in [min, max] (see parse_rating_range); None: any.
+    rating_range: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolJoin:
+    """Wait in the quick pairing pool of (game, clock, rated) to be paired with the
+    closest rating there (see server/services/pool.py)."""
+
+    game: str
+    clock: dict[str, int] | None = None
+    rated: bool = False
+    name: str | None = None
+    player_key: str | None = None
+    rid: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLeave:
+    """Stop waiting in the pool."""
+
+    rid: str | int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,12 +349,12 @@ MAX_CHAT = 300  # longest chat line, in characters
 
 ClientMessage = (
     Create | Join | Watch | Resume | PlayMove | Resign | Leave | Ping
-    | Chat | Seek | Unseek | AcceptSeek | Lobby | Offer | Abort | Claim
+    | Chat | Seek | Unseek | AcceptSeek | Lobby | Offer | Abort | Claim | PoolJoin | PoolLeave
 )  # fmt: skip
 CLIENT_TYPES = (
     "create", "join", "watch", "resume", "move", "resign", "leave", "ping",
     "chat", "seek", "unseek", "accept", "lobby", "draw", "takeback", "rematch", "abort",
-    "claim",
+    "claim", "pool_join", "pool_leave",
 )  # fmt: skip
 
 
@@ -412,6 +448,7 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
             player_key=_player_key(data),
             rid=rid,
             clock=parse_clock(data.get("clock")),
+            rated=_flag(data, "rated"),
         )
     if kind == "join":
         return Join(
@@ -446,6 +483,8 @@ def parse_client_message(data: dict[str, Any]) -> ClientMessage:
         return Ping(rid=rid)
     if kind in ("chat", "seek", "unseek", "accept", "lobby"):
         return _parse_lobby_message(kind, data, rid)
+    if kind in ("pool_join", "pool_leave"):
+        return _parse_pool_message(kind, data, rid)
     if kind in ("draw", "takeback", "rematch", "abort", "claim"):
         return _parse_action(kind, data, rid)
     raise ProtocolError(
@@ -478,6 +517,8 @@ def _parse_lobby_message(kind: str, data: dict[str, Any], rid: str | int | None)
             name=check_name(data.get("name")),
             player_key=_player_key(data),
             rid=rid,
+            rated=_flag(data, "rated"),
+            rating_range=parse_rating_range(data.get("rating_range")),
         )
     if kind == "unseek":
         return Unseek(seek=str(_text(data, "seek")), rid=rid)
@@ -492,6 +533,43 @@ def _parse_lobby_message(kind: str, data: dict[str, Any], rid: str | int | None)
     if not isinstance(subscribe, bool):
         raise ProtocolError("message/invalid", "field 'subscribe' must be true or false")
     return Lobby(subscribe=subscribe, rid=rid)
+
+
+#: The ratings a seek's ``rating_range`` may name.
+RATING_BOUNDS = (0, 4000)
+
+
+def parse_rating_range(value: object) -> tuple[int, int] | None:
+    """A seek's ``rating_range``: None/absent (any rating) or ``[min, max]``, two integers
+    in RATING_BOUNDS with min <= max. Anything else: ``message/invalid``."""
+    if value is None:
+        return None
+    lo, hi = RATING_BOUNDS
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi for v in value)
+        and value[0] <= value[1]
+    ):
+        return int(value[0]), int(value[1])
+    raise ProtocolError(
+        "message/invalid",
+        f"field 'rating_range' must be [min, max]: two integers {lo}-{hi}, min <= max",
+    )
+
+
+def _parse_pool_message(kind: str, data: dict[str, Any], rid: str | int | None) -> ClientMessage:
+    """``pool_join`` and ``pool_leave``."""
+    if kind == "pool_leave":
+        return PoolLeave(rid=rid)
+    return PoolJoin(
+        game=str(_text(data, "game")),
+        clock=parse_clock(data.get("clock")),
+        rated=_flag(data, "rated"),
+        name=check_name(data.get("name")),
+        player_key=_player_key(data),
+        rid=rid,
+    )
 
 
 def _parse_action(kind: str, data: dict[str, Any], rid: str | int | None) -> ClientMessage:

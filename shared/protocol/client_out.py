@@ -15,6 +15,7 @@ so the fan-out reads a snapshot's version from its head (see
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,14 +49,25 @@ class Welcome:
 
 @dataclass(frozen=True, slots=True)
 class Error:
-    """A refused request (or a failure): a stable ``code`` and a text for people."""
+    """A refused request (or a failure): a stable ``code`` and a text for people.
+    ``details``: fields some codes add after ``message`` (``rate/ai_games``: ``rooms``);
+    they never replace ``type``, ``code``, ``message`` or ``rid``."""
 
     code: str
     message: str
     rid: Rid = None
+    details: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _with_rid({"type": "error", "code": self.code, "message": self.message}, self.rid)
+        out: dict[str, Any] = {"type": "error", "code": self.code, "message": self.message}
+        for name, value in (self.details or {}).items():
+            if name not in ERROR_FIELDS:
+                out[name] = value
+        return _with_rid(out, self.rid)
+
+
+#: The fields every error has, which ``details`` cannot replace.
+ERROR_FIELDS = frozenset({"type", "code", "message", "rid"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +149,31 @@ class Pong:
 
 
 @dataclass(frozen=True, slots=True)
+class SeatRating:
+    """Who holds a seat on the rating scale: the account's name (None on an AI seat), its
+    rating in the room's game and speed when the seat was taken (an AI level's fixed
+    anchor in a rated game), whether that rating is provisional, and whether the player
+    is a bot (a bot account, or the AI). A seat shows these four only when it has them:
+    a signed-in player's seat, or the AI's seat of a rated game (never a guest's)."""
+
+    account: str | None
+    rating: int | None
+    provisional: bool
+    bot: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "account": self.account,
+            "rating": self.rating,
+            "provisional": self.provisional,
+            "bot": self.bot,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SeatView:
-    """One seat as the ``state`` snapshot shows it (no token)."""
+    """One seat as the ``state`` snapshot shows it (no token). ``scale``: the seat's
+    :class:`SeatRating` fields, written between ``engine`` and ``connected`` when set."""
 
     seat: int
     kind: str
@@ -149,6 +184,7 @@ class SeatView:
     engine: str | None
     connected: bool
     gone_ms: int | None
+    scale: SeatRating | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return SeatView.message(**_fields_of(self))
@@ -165,9 +201,11 @@ class SeatView:
         engine: str | None,
         connected: bool,
         gone_ms: int | None,
+        scale: SeatRating | None = None,
     ) -> dict[str, Any]:
-        """The seat's dict without building the object (the hot path's encoder)."""
-        return {
+        """The seat's dict without building the object (the hot path's encoder).
+        ``connected`` and ``gone_ms`` stay last: the presence script splices them in."""
+        out: dict[str, Any] = {
             "seat": seat,
             "kind": kind,
             "level": level,
@@ -175,9 +213,12 @@ class SeatView:
             "player": player,
             "taken": taken,
             "engine": engine,
-            "connected": connected,
-            "gone_ms": gone_ms,
         }
+        if scale is not None:
+            out.update(scale.to_dict())
+        out["connected"] = connected
+        out["gone_ms"] = gone_ms
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +227,8 @@ class State:
 
     ``event`` (what changed) is set by the change that made the snapshot, ``you`` (the
     viewer's seat) by the fan-out for each viewer: both come after the fields below, in
-    that order, and are written only when given. The values the game decides
+    that order, and are written only when given; ``rated`` (true in a rated room, and
+    only there) comes just before them. The values the game decides
     (``position``, ``view``, ``result``, ``clock``, ``offers`` and the move entries) are
     JSON values already.
 
@@ -215,6 +257,7 @@ class State:
     spectators: int
     claim_after_ms: int | None
     event: dict[str, Any] | None = None
+    rated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         fields = _fields_of(self)
@@ -245,8 +288,10 @@ class State:
         spectators: int,
         claim_after_ms: int | None,
         event: dict[str, Any] | None = None,
+        rated: bool = False,
     ) -> dict[str, Any]:
-        """The snapshot's dict, ``seats`` given as :meth:`SeatView.message` dicts."""
+        """The snapshot's dict, ``seats`` given as :meth:`SeatView.message` dicts;
+        ``"rated": true`` after ``claim_after_ms`` in a rated room only."""
         out = {
             "type": "state",
             "room": room,
@@ -270,6 +315,8 @@ class State:
             "spectators": spectators,
             "claim_after_ms": claim_after_ms,
         }
+        if rated:
+            out["rated"] = True
         if event is not None:
             out["event"] = event
         return out
@@ -348,7 +395,35 @@ class SeekWithdrawn:
         return _with_rid({"type": "unseek", "seek": self.seek}, self.rid)
 
 
+@dataclass(frozen=True, slots=True)
+class PoolJoined:
+    """The reply to ``pool_join``: the pool waited in, the rating its pairing reads, and
+    how many wait there now (this player included)."""
+
+    game: str
+    clock: dict[str, int] | None
+    rated: bool
+    rating: int
+    waiting: int
+    rid: Rid = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "pool_joined", "game": self.game, "clock": self.clock}
+        out |= {"rated": self.rated, "rating": self.rating, "waiting": self.waiting}
+        return _with_rid(out, self.rid)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLeft:
+    """The reply to ``pool_leave``."""
+
+    rid: Rid = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _with_rid({"type": "pool_left"}, self.rid)
+
+
 ServerMessage = (
     Welcome | Error | Left | Seat | Thinking | Pong | State | ChatLines | LobbyList
-    | LobbyLeft | SeekPosted | SeekWithdrawn
+    | LobbyLeft | SeekPosted | SeekWithdrawn | PoolJoined | PoolLeft
 )  # fmt: skip

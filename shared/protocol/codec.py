@@ -25,12 +25,14 @@ Codec = Literal["json", "msgpack"]
 
 
 class ProtocolError(ValueError):
-    """A message that cannot be accepted, with a stable machine-readable code."""
+    """A message that cannot be accepted, with a stable machine-readable code; ``details``:
+    extra fields for the error message (client_out.Error), for the codes that have them."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details
 
 
 # -- codecs -----------------------------------------------------------------------------

@@ -86,3 +86,40 @@ def catalog_levels(game: str) -> list[dict[str, Any]]:
             "games": entry.games, "scale": table.scale,
         })  # fmt: skip
     return out
+
+
+#: Chess level 1's rating on Stockfish's scale: the same fit as the table above, left out
+#: of it for its wide interval (docs/search.md, *Calibration*).
+CHESS_LEVEL_1 = 325
+#: Where the self-play ladders' level 1 is pinned for rated play: chess's level 1, since
+#: every game's level 1 is the same setting (a 1-ply search picking moves by a softmax:
+#: a beginner who blunders). Only the gaps between levels are measured.
+LADDER_BASE = CHESS_LEVEL_1
+#: Self-play ladders, levels 1-8, relative to level 1 (docs/search.md, *Self-play
+#: ladders*), refitted with the calibration's own fit (``kibitz calibrate``'s
+#: ``fit_ratings``: logistic Elo, one virtual draw of weight 0.5 per pairing) and rounded
+#: to 5. Draughts' step 7-8 was not measured: level 8 is taken as level 7.
+LADDERS: dict[str, tuple[int, ...]] = {
+    "tictactoe": (0, 365, 430, 555, 575, 590, 590, 590),
+    "matches": (0, 235, 375, 520, 520, 520, 520, 520),
+    "kono": (0, 35, 35, 35, 35, 35, 35, 35),
+    "othello": (0, 100, 330, 675, 900, 1250, 1595, 1945),
+    "oware": (0, 350, 695, 1045, 1390, 1570, 1640, 2085),
+    "draughts": (0, 180, 530, 975, 1115, 1180, 1320, 1320),
+}
+
+
+def bot_ratings(game: str) -> tuple[int, ...] | None:
+    """The fixed rating of each level 1..8 of ``game`` in rated play, or None when the
+    game has none: an absolute table's fit (its level 1 at ``CHESS_LEVEL_1``), else the
+    self-play ladder pinned at ``LADDER_BASE``."""
+    table = TABLES.get(game)
+    if table is not None and table.scale == ABSOLUTE:
+        fitted = {entry.level: entry.elo for entry in table.levels}
+        ratings = [fitted.get(level) for level in range(MIN_LEVEL, MAX_LEVEL + 1)]
+        ratings[0] = ratings[0] if ratings[0] is not None else CHESS_LEVEL_1
+        if any(rating is None for rating in ratings):
+            return None
+        return tuple(rating for rating in ratings if rating is not None)
+    ladder = LADDERS.get(game)
+    return None if ladder is None else tuple(LADDER_BASE + step for step in ladder)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "client" / "static"
 
 ENTRY = "app.js"
-SCREENS = frozenset({"lobby.js", "game.js", "gamepage.js"})
+SCREENS = frozenset({"lobby.js", "game.js", "gamepage.js", "players.js", "accountpage.js"})
 PANELS: Mapping[str, str] = {  # panel -> the screen it is a part of
     "seeks.js": "lobby.js",
     "mygames.js": "lobby.js",

@@ -71,7 +71,8 @@ async def plays_on(a: KibitzClient, b: KibitzClient, room: str) -> None:
 #: The loops every node runs under its supervisor (server/node.py, server/cli/serve.py).
 NODE_LOOPS = {
     "fanout-listener", "fanout-probe", "fanout-unsubscriber", "fanout-pings", "results",
-    "heartbeat", "archiver", "lobby", "deadlines", "analysis", "local-workers",
+    "heartbeat", "archiver", "lobby", "deadlines", "analysis", "local-workers", "pool",
+    "bans",
 }  # fmt: skip
 
 

@@ -39,8 +39,8 @@
 --   ARGV[18]  seat0
 --   ARGV[19]  seat1
 --   ARGV[20]  ai_games_mode     "" (no AI seat or no owner), "create", "touch" or "end"
---   ARGV[21]  ai_games_limit    an owner's unfinished AI games, at most
---   ARGV[22]  game_idle_ms      an AI game idle this long stops counting
+--   ARGV[21]  ai_games_limit    AI games an owner may be playing, at most
+--   ARGV[22]  ai_games_ttl_ms   the owner's set of AI games lives this long after a commit
 --   ARGV[23]  job               the AI job (JSON; "": none)
 --   ARGV[24]  job_id
 --   ARGV[25]  job_lane          the job owner's lane in the fair queue
@@ -50,11 +50,15 @@
 --   ARGV[29]  worker_ttl_ms     a worker silent this long is not counted
 --   ARGV[30]  room_prefix       a room's key is room_prefix .. '{' .. id .. '}'
 --   ARGV[31]  dispatch_scan     ready jobs one dispatch looks at, at most
+--   ARGV[32]  ai_games_grace_ms an AI game whose human has been gone this long stops counting
+--   ARGV[33]  ai_games_kept     an owner's unfinished AI games in all (counted or not), at most
+--   ARGV[34]  ai_games_listed   room ids a refusal names, at most
 --
 -- Returns {1, version, connected 0, connected 1, spectators, gone 0, gone 1} committed
 -- (who is there, as published: the snapshot on the channel is spliced together here, so
--- presence costs no round trip of its own); {0, current version} stale; {-1, AI games}
--- over the owner's AI game limit; {-2, waiting jobs} the AI queue is full. Only {1, ...}
+-- presence costs no round trip of its own); {0, current version} stale; {-1, AI games
+-- counted, AI games unfinished, room id, ...} over the owner's AI game limit (or past the
+-- games kept: ai_games_lib.lua); {-2, waiting jobs} the AI queue is full. Only {1, ...}
 -- writes.
 
 local room, events, presence = KEYS[1], KEYS[2], KEYS[3]
@@ -68,10 +72,11 @@ local updated_ms, room_id, channel, status = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local is_live, to_archive, waiting_ttl_ms, finished_ttl_ms = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local deadline_ms, events_kept, node_prefix, seat_flags = ARGV[13], ARGV[14], ARGV[15], ARGV[16]
 local head, seat0, seat1 = ARGV[17], ARGV[18], ARGV[19]
-local games_mode, games_limit, game_idle_ms = ARGV[20], ARGV[21], ARGV[22]
+local games_mode, games_limit, games_ttl_ms = ARGV[20], ARGV[21], ARGV[22]
 local job, job_id, job_lane, job_cost_ms = ARGV[23], ARGV[24], ARGV[25], ARGV[26]
 local max_waiting, max_lead_ms, worker_ttl_ms = ARGV[27], ARGV[28], ARGV[29]
 local room_prefix, dispatch_scan = ARGV[30], ARGV[31]
+local games_grace_ms, games_kept, games_listed = ARGV[32], ARGV[33], ARGV[34]
 
 local room_keys = {room, events, presence, chat_players, chat_spectators}
 
@@ -82,10 +87,21 @@ elseif (not current) or tonumber(current) ~= expected_version then
   return {0, tonumber(current or -1)}
 end
 local now = fair_now()
+local stale_games = {}
 if games_mode == 'create' then
-  redis.call('ZREMRANGEBYSCORE', ai_games, '-inf', now - tonumber(game_idle_ms))
-  local games = redis.call('ZCARD', ai_games)
-  if games >= tonumber(games_limit) then return {-1, games} end
+  local counted, unfinished, playing, idle
+  counted, unfinished, playing, idle, stale_games = ai_games_count(
+    ai_games, live, room_prefix, node_prefix, now, games_grace_ms, games_listed)
+  if counted >= tonumber(games_limit) then
+    return {-1, counted, unfinished, unpack(playing)}
+  elseif unfinished >= tonumber(games_kept) then
+    -- Past the games kept: the ones played first, then the ones left, as many as listed.
+    for _, id in ipairs(idle) do
+      if #playing >= tonumber(games_listed) then break end
+      playing[#playing + 1] = id
+    end
+    return {-1, counted, unfinished, unpack(playing)}
+  end
 end
 if job ~= '' and not fair_has_room(ai_waiting, job_id, max_waiting) then
   return {-2, redis.call('HLEN', ai_waiting)}
@@ -127,8 +143,10 @@ if games_mode == 'end' then
   redis.call('ZREM', ai_games, room_id)
 elseif games_mode ~= '' then
   redis.call('ZADD', ai_games, now, room_id)
-  redis.call('PEXPIRE', ai_games, game_idle_ms)
+  redis.call('PEXPIRE', ai_games, games_ttl_ms)
 end
+-- Rooms that left the lobby without an ending commit (forgotten) leave the set.
+if #stale_games > 0 then redis.call('ZREM', ai_games, unpack(stale_games)) end
 -- Only a commit that queues a job has anything new to admit (workers admit the rest as
 -- they free up), so a move between people pays nothing for the AI queue.
 if job ~= '' then

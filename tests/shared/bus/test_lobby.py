@@ -124,3 +124,16 @@ async def test_live_rooms_read_newest_first_within_bounds(client: LinkedRedis) -
         LiveEntry("a", 500),
     ]
     assert await live.newest(500, 0, 1, 2) == [LiveEntry("a", 500), LiveEntry("old", 100)]
+
+
+async def test_a_seek_is_read_before_it_is_taken_while_its_node_lives(client: LinkedRedis) -> None:
+    board = SeekBoard(client)
+    await board.add("s0", seek("s0"), "10.0.0.1", 3)
+    read = await board.get("s0")
+    assert read is not None and read["id"] == "s0"
+    assert await client.hexists(keys.SEEKS, "s0")  # reading changes nothing
+    assert await board.get("nope") is None
+    await client.hset(keys.SEEKS, "s9", seek("s9", node="gone"))
+    assert await board.get("s9") is None
+    await client.hset(keys.SEEKS, "s8", "not json")
+    assert await board.get("s8") is None

@@ -107,6 +107,12 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "seek+rid": (out.SeekPosted(LOBBY_SEEK, 1), {"type": "seek", "seek": LOBBY_SEEK, "rid": 1}),
     "unseek": (out.SeekWithdrawn("s1"), {"type": "unseek", "seek": "s1"}),
     "unseek+rid": (out.SeekWithdrawn("s1", 5), {"type": "unseek", "seek": "s1", "rid": 5}),
+    "pool_joined": (
+        out.PoolJoined("chess", {"initial_ms": 60000, "increment_ms": 0}, True, 1612, 3, 4),
+        {"type": "pool_joined", "game": "chess", "clock": {"initial_ms": 60000,
+         "increment_ms": 0}, "rated": True, "rating": 1612, "waiting": 3, "rid": 4},
+    ),
+    "pool_left": (out.PoolLeft(7), {"type": "pool_left", "rid": 7}),
 }  # fmt: skip
 
 

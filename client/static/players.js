@@ -1,0 +1,292 @@
+// The leaderboards (?leaderboard=GAME&speed=S) and the profiles (?player=NAME): one screen,
+// "players", drawn from the HTTP API (docs/accounts.md):
+//   GET /api/leaderboard/{game}/{speed}   the ranked players (not provisional, active lately)
+//   GET /api/players/{username}           a profile: ratings per game and speed, W/D/L,
+//                                         recent games, games being played, member since
+//   GET /api/players/{username}/rating.svg?game=G&speed=S   the rating graph, as an image
+// Every text goes in as text (el()), never HTML. It registers itself with the router.
+
+import { currentAccount } from "./account.js";
+import { el } from "./boards/common.js";
+import { blockPlayer, reportPlayer } from "./civil.js";
+import { reportError } from "./errors.js";
+import { navigate, registerScreen } from "./router.js";
+import { store } from "./store.js";
+import { $, botBadge, fetchJson, loadGames, playerLabel, profileHref, ratingText } from "./util.js";
+
+/** The speeds of a game (server/ratings/speeds.py), when the catalogue does not list them. */
+const CLOCKED_SPEEDS = ["bullet", "blitz", "rapid", "classical", "correspondence"];
+const OTHER_SPEEDS = ["timed", "correspondence"];
+const CLOCKED_GAMES = new Set(["chess", "draughts"]);
+const LEADERBOARD_DAYS = 30;
+const LEADERBOARD_LIMIT = 50;
+
+const view = { key: null }; // what is on screen, so a late answer for another is dropped
+
+/** The speeds `game` is rated in. */
+export function speedsOf(gameName) {
+  const game = store.gamesByName.get(gameName);
+  if (game && Array.isArray(game.speeds) && game.speeds.length) return game.speeds;
+  return CLOCKED_GAMES.has(gameName) ? CLOCKED_SPEEDS : OTHER_SPEEDS;
+}
+
+function gameTitle(name) {
+  const game = store.gamesByName.get(name);
+  return game ? game.title : name;
+}
+
+function capital(word) {
+  return word ? word.charAt(0).toUpperCase() + word.slice(1) : word;
+}
+
+async function showPlayers(what) {
+  await loadGames();
+  if (what.player) return showProfile(what.player);
+  return showLeaderboard(what.leaderboard, what.speed);
+}
+
+registerScreen("players", { show: showPlayers });
+
+// -- leaderboards -------------------------------------------------------------------------------
+
+async function showLeaderboard(wantedGame, wantedSpeed) {
+  const games = store.games.map((g) => g.name);
+  const game = games.includes(wantedGame) ? wantedGame : games[0] || "chess";
+  const speeds = speedsOf(game);
+  const speed = speeds.includes(wantedSpeed) ? wantedSpeed : speeds[0];
+  const key = `leaderboard:${game}:${speed}`;
+  view.key = key;
+  document.title = `Leaderboard · ${gameTitle(game)} ${speed} · kibitz`;
+  const pick = (nextGame, nextSpeed) => {
+    navigate(`?leaderboard=${encodeURIComponent(nextGame)}&speed=${encodeURIComponent(nextSpeed)}`);
+    showLeaderboard(nextGame, nextSpeed);
+  };
+  const gameSelect = el(
+    "select",
+    { id: "lb-game", testid: "lb-game", onchange: (e) => pick(e.target.value, speedsOf(e.target.value)[0]) },
+    store.games.map((g) => el("option", { value: g.name, selected: g.name === game }, [g.title])),
+  );
+  const speedSelect = el(
+    "select",
+    { id: "lb-speed", testid: "lb-speed", onchange: (e) => pick(game, e.target.value) },
+    speeds.map((s) => el("option", { value: s, selected: s === speed }, [capital(s)])),
+  );
+  const table = el("div", { testid: "leaderboard", dataset: { state: "loading" } }, [el("p", { class: "muted" }, ["Loading…"])]);
+  $("players").replaceChildren(
+    el("section", { class: "panel players-panel", "aria-labelledby": "lb-title" }, [
+      el("div", { class: "page-head" }, [
+        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, ["\u2190 Lobby"]),
+        el("h1", { id: "lb-title", testid: "lb-title" }, [`Leaderboard: ${gameTitle(game)}, ${speed}`]),
+      ]),
+      el("div", { class: "field-row lb-choice" }, [
+        el("label", { class: "field", for: "lb-game" }, [el("span", {}, ["Game"]), gameSelect]),
+        el("label", { class: "field", for: "lb-speed" }, [el("span", {}, ["Speed"]), speedSelect]),
+      ]),
+      el("p", { class: "muted small" }, [
+        `Players with a rated game in the last ${LEADERBOARD_DAYS} days whose rating is no longer provisional.`,
+      ]),
+      table,
+    ]),
+  );
+  let answer;
+  try {
+    answer = await fetchJson(
+      `/api/leaderboard/${encodeURIComponent(game)}/${encodeURIComponent(speed)}?days=${LEADERBOARD_DAYS}&limit=${LEADERBOARD_LIMIT}`,
+    );
+  } catch (err) {
+    if (view.key !== key) return;
+    table.replaceChildren(el("p", { class: "muted" }, ["The leaderboard could not be loaded."]));
+    table.dataset.state = "failed";
+    reportError(err);
+    return;
+  }
+  if (view.key !== key) return;
+  table.replaceChildren(leaderboardTable(answer.players || []));
+  table.dataset.state = "done";
+}
+
+function leaderboardTable(players) {
+  if (!players.length) return el("p", { class: "muted", testid: "lb-empty" }, ["Nobody is ranked here yet."]);
+  return el("table", { class: "data-table" }, [
+    el("thead", {}, [
+      el("tr", {}, ["#", "Player", "Rating", "Games"].map((h) => el("th", { scope: "col" }, [h]))),
+    ]),
+    el(
+      "tbody",
+      {},
+      players.map((p) =>
+        el("tr", { testid: `lb-row-${p.username}` }, [
+          el("td", {}, [String(p.rank)]),
+          el("td", {}, [el("a", { href: profileHref(p.username), testid: `lb-player-${p.username}` }, [p.username]), botBadge(p.bot)]),
+          el("td", { title: `deviation ${Math.round(p.rd)}` }, [ratingText(p.rating)]),
+          el("td", {}, [String(p.games)]),
+        ]),
+      ),
+    ),
+  ]);
+}
+
+// -- profiles -----------------------------------------------------------------------------------
+
+async function showProfile(username) {
+  const key = `player:${username}`;
+  view.key = key;
+  document.title = `${username} · kibitz`;
+  const box = $("players");
+  box.replaceChildren(el("section", { class: "panel players-panel" }, [el("p", { class: "muted" }, ["Loading the profile…"])]));
+  let profile;
+  try {
+    profile = await fetchJson(`/api/players/${encodeURIComponent(username)}`);
+  } catch (err) {
+    if (view.key !== key) return;
+    box.replaceChildren(
+      el("section", { class: "panel players-panel" }, [
+        el("a", { class: "btn ghost small", href: "/" }, ["\u2190 Lobby"]),
+        el("h1", { testid: "profile-missing" }, ["No such player"]),
+      ]),
+    );
+    reportError(err);
+    return;
+  }
+  if (view.key !== key) return;
+  renderProfile(profile);
+}
+
+/** The (game, speed) pairs of a profile's ratings, the most played first. */
+function ratingRows(profile) {
+  const rows = [];
+  for (const [game, speeds] of Object.entries(profile.ratings || {})) {
+    for (const [speed, r] of Object.entries(speeds || {})) rows.push({ game, speed, ...r });
+  }
+  return rows.sort((a, b) => (b.games || 0) - (a.games || 0));
+}
+
+function renderProfile(profile) {
+  const rows = ratingRows(profile);
+  const graph = el("div", { class: "rating-graph", testid: "profile-graph-box" });
+  const showGraph = (row) => {
+    const src = `/api/players/${encodeURIComponent(profile.username)}/rating.svg?game=${encodeURIComponent(row.game)}&speed=${encodeURIComponent(row.speed)}`;
+    graph.replaceChildren(
+      el("h2", {}, [`Rating history: ${gameTitle(row.game)}, ${row.speed}`]),
+      el("img", {
+        src,
+        alt: `${profile.username}'s ${gameTitle(row.game)} ${row.speed} rating after each rated game`,
+        class: "rating-graph-img",
+        testid: "profile-graph",
+        width: "640",
+        height: "220",
+      }),
+    );
+    for (const button of document.querySelectorAll("[data-graph]")) {
+      button.setAttribute("aria-pressed", String(button.dataset.graph === `${row.game}:${row.speed}`));
+    }
+  };
+  const ratingsTable = rows.length
+    ? el("table", { class: "data-table", testid: "profile-ratings" }, [
+        el("thead", {}, [
+          el("tr", {}, ["Game", "Speed", "Rating", "Games", "Won", "Drawn", "Lost", ""].map((h) => el("th", { scope: "col" }, [h]))),
+        ]),
+        el(
+          "tbody",
+          {},
+          rows.map((row) =>
+            el("tr", { testid: `profile-rating-${row.game}-${row.speed}` }, [
+              el("td", {}, [gameTitle(row.game)]),
+              el("td", {}, [capital(row.speed)]),
+              el("td", { title: row.provisional ? "provisional: too few games yet" : `deviation ${Math.round(row.rd)}` }, [
+                ratingText(row.rating, row.provisional),
+              ]),
+              el("td", {}, [String(row.games ?? 0)]),
+              el("td", {}, [String(row.wins ?? 0)]),
+              el("td", {}, [String(row.draws ?? 0)]),
+              el("td", {}, [String(row.losses ?? 0)]),
+              el("td", {}, [
+                el(
+                  "button",
+                  { type: "button", class: "btn small", dataset: { graph: `${row.game}:${row.speed}` }, "aria-pressed": "false", onclick: () => showGraph(row) },
+                  ["Graph"],
+                ),
+              ]),
+            ]),
+          ),
+        ),
+      ])
+    : el("p", { class: "muted", testid: "profile-no-ratings" }, ["No rated games yet."]);
+  const since = profile.created_ms ? new Date(profile.created_ms).toLocaleDateString() : "?";
+  $("players").replaceChildren(
+    el("section", { class: "panel players-panel", "aria-labelledby": "profile-title" }, [
+      el("div", { class: "page-head" }, [
+        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, ["\u2190 Lobby"]),
+        el("h1", { id: "profile-title", testid: "profile-name" }, [profile.username, botBadge(profile.bot)]),
+        profile.mark ? el("span", { class: "tag mark", testid: "profile-mark", title: "a moderator's mark" }, [profile.mark]) : null,
+      ]),
+      el("p", { class: "muted", testid: "profile-since" }, [`Member since ${since}`]),
+      profileActions(profile),
+      el("h2", {}, ["Ratings"]),
+      ratingsTable,
+      graph,
+    ]),
+    el("aside", { class: "side-col" }, [
+      el("section", { class: "panel", "aria-labelledby": "profile-playing-title" }, [
+        el("h2", { id: "profile-playing-title" }, ["Playing now"]),
+        listOr(
+          (profile.playing || []).map((room) =>
+            el("li", { class: "room-item" }, [
+              el("a", { href: `?watch=${encodeURIComponent(roomId(room))}`, testid: `profile-playing-${roomId(room)}` }, [`Watch room ${roomId(room)}`]),
+            ]),
+          ),
+          "Not playing at the moment.",
+          "profile-playing",
+        ),
+      ]),
+      el("section", { class: "panel", "aria-labelledby": "profile-recent-title" }, [
+        el("h2", { id: "profile-recent-title" }, ["Recent games"]),
+        listOr((profile.recent || []).map((game) => recentItem(game, profile)), "No finished games yet.", "profile-recent"),
+      ]),
+    ]),
+  );
+  if (rows.length) showGraph(rows[0]);
+}
+
+function roomId(room) {
+  return typeof room === "string" ? room : room.room || room.id;
+}
+
+function listOr(items, emptyText, testid) {
+  return el("ul", { class: "room-list", testid }, items.length ? items : [el("li", { class: "empty muted" }, [emptyText])]);
+}
+
+/** A recent game: its title, the opponent and the outcome, linking to its page. */
+function recentItem(game, profile) {
+  const players = Array.isArray(game.players) ? game.players : [];
+  const name = profile.username.toLowerCase();
+  let seat = Number.isInteger(game.seat) ? game.seat : -1;
+  if (seat < 0) seat = players.findIndex((p) => p && typeof p.account === "string" && p.account.toLowerCase() === name);
+  const opponent = seat >= 0 ? players.find((p) => p && p.seat === 1 - seat) || players[1 - seat] : null;
+  const words = { win: "Won", loss: "Lost", draw: "Draw" };
+  const outcome = words[game.outcome] || "";
+  const change = Array.isArray(game.ratings) && seat >= 0 && game.ratings[seat] ? game.ratings[seat].change : null;
+  return el("li", { class: "room-item" }, [
+    el("span", { class: `game-icon small icon-${game.game}`, "aria-hidden": "true" }),
+    el("span", { class: "room-info" }, [
+      el("a", { href: `?game=${encodeURIComponent(game.id)}`, testid: `profile-game-${game.id}` }, [gameTitle(game.game)]),
+      el("span", { class: "muted small" }, [
+        [opponent ? `vs ${playerLabel(opponent)}` : null, game.ended_ms ? new Date(game.ended_ms).toLocaleDateString() : null, game.rated ? "rated" : null]
+          .filter(Boolean)
+          .join(" · "),
+      ]),
+    ]),
+    outcome ? el("span", { class: `badge result-${outcome === "Won" ? "win" : outcome === "Lost" ? "loss" : "draw"}` }, [outcome]) : null,
+    typeof change === "number" ? el("span", { class: "small muted" }, [`${change > 0 ? "+" : ""}${change}`]) : null,
+  ]);
+}
+
+/** Block and Report, for a signed-in visitor on someone else's profile. */
+function profileActions(profile) {
+  const me = currentAccount();
+  if (!me || me.username.toLowerCase() === profile.username.toLowerCase()) return null;
+  return el("p", { class: "btn-row" }, [
+    el("button", { type: "button", class: "btn small", testid: "profile-block", onclick: () => blockPlayer(profile.username) }, ["Block"]),
+    el("button", { type: "button", class: "btn small danger", testid: "profile-report", onclick: () => reportPlayer(profile.username) }, ["Report"]),
+  ]);
+}

@@ -1,0 +1,127 @@
+"""The quick pairing pools in Redis: who waits in which pool, taken out two at a time.
+
+Who may join, what an entry holds and which two are paired is decided by the server
+(``server/services/pool.py``); this module keeps the entries so that every node sees every
+pool, and takes a chosen pair out in one atomic step, so that of two nodes pairing at once
+exactly one gets a given player.
+
+- ``pool``         hash: entry id -> one waiting player as JSON: its ``pool`` (the pool's
+                   name), node, connection and address, and what the pairing reads.
+                   Every pool's entries are in this one hash. An entry whose node's
+                   heartbeat is gone no longer counts and is pruned. Bounded by
+                   :meth:`PoolBoard.join`'s limits (per address, per pool, in all).
+- ``pool:events``  pub/sub: a pairing, told to the node of each of the two players
+                   (:meth:`PoolBoard.announce`; the payload is the seeks channel's
+                   ``accepted`` event, its ``seek`` field the entry id).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.scripts import source
+
+JoinStatus = Literal["joined", "address_full", "pool_full", "already", "all_full"]
+_JOIN_STATUS: dict[int, JoinStatus] = {
+    1: "joined",
+    -1: "address_full",
+    -2: "pool_full",
+    -3: "already",
+    -4: "all_full",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    """How many entries one address (all its connections, on every node), one pool, and
+    all pools together may hold."""
+
+    per_address: int
+    per_pool: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A join: ``joined``, or why not (``address_full``, ``pool_full``, ``already``: the
+    connection waits in a pool already, ``all_full``); ``waiting``: the players in that
+    pool then (this one included when joined)."""
+
+    status: JoinStatus
+    waiting: int
+
+
+class PoolBoard:
+    """Every node's pool entries, as one node adds, lists, pairs and removes them."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self._redis = redis
+        self._join = redis.register_script(source("pool_join"))
+        self._leave = redis.register_script(source("pool_leave"))
+        self._live = redis.register_script(source("pool_live"))
+        self._take = redis.register_script(source("pool_take"))
+
+    async def join(self, entry: dict[str, Any], limits: PoolLimits) -> Joined:
+        """Add ``entry`` (a dict with ``id``, ``pool``, ``node``, ``conn`` and ``address``)
+        unless its connection waits already or a limit is reached (then nothing changes
+        but the pruning of dead nodes' entries)."""
+        reply: Any = await self._join(
+            keys=[keys.POOL],
+            args=[
+                entry["id"],
+                json.dumps(entry, separators=(",", ":")),
+                entry["address"],
+                entry["pool"],
+                entry["conn"],
+                limits.per_address,
+                limits.per_pool,
+                limits.total,
+                keys.NODES,
+            ],
+        )
+        status, waiting = reply
+        return Joined(_JOIN_STATUS.get(int(status), "all_full"), int(waiting))
+
+    async def leave(self, conn: str, entry_ids: list[str]) -> int:
+        """Take out those of ``entry_ids`` that connection ``conn`` put in; how many went
+        (0 when they were paired already)."""
+        if not entry_ids:
+            return 0
+        reply: Any = await self._leave(keys=[keys.POOL], args=[conn, *entry_ids])
+        return int(reply)
+
+    async def live(self) -> list[dict[str, Any]]:
+        """Every entry whose node is alive, in no order (dead nodes' are pruned)."""
+        reply: Any = await self._live(keys=[keys.POOL], args=[keys.NODES])
+        entries: list[dict[str, Any]] = []
+        for data in reply:
+            try:
+                entry = json.loads(data)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+    async def take(self, first: str, second: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """Take entries ``first`` and ``second`` out together, both or neither: their
+        entries, or None when either is gone (paired elsewhere, left, its node dead)."""
+        reply: Any = await self._take(keys=[keys.POOL], args=[first, second, keys.NODES])
+        if int(reply[0]) != 1:
+            return None
+        return json.loads(reply[1]), json.loads(reply[2])
+
+    async def restore(self, entries: list[dict[str, Any]]) -> None:
+        """Put taken entries back (their pairing could not make a room)."""
+        if entries:
+            mapping = {e["id"]: json.dumps(e, separators=(",", ":")) for e in entries}
+            await self._redis.hset(keys.POOL, mapping=mapping)
+
+    async def announce(self, event: dict[str, Any]) -> None:
+        """Publish ``event`` on the pool's channel (every node hears it)."""
+        await self._redis.publish(keys.POOL_CHANNEL, json.dumps(event, separators=(",", ":")))

@@ -1,0 +1,48 @@
+-- Put one player into a quick pairing pool, unless a bound says no.
+-- (shared/bus/pool.py, PoolBoard.join)
+--
+-- KEYS[1]  the pool hash (entry id -> entry JSON, every pool's entries)
+-- ARGV[1]  the new entry's id
+-- ARGV[2]  the new entry (JSON with its pool, node, connection and address)
+-- ARGV[3]  the player's address
+-- ARGV[4]  the pool's name
+-- ARGV[5]  the player's connection id
+-- ARGV[6]  the most entries one address may have (all pools, all nodes)
+-- ARGV[7]  the most entries one pool may have
+-- ARGV[8]  the most entries of all pools together
+-- ARGV[9]  the node heartbeat key prefix (keys.NODES)
+--
+-- Prunes the entries of dead nodes (and any entry that is not one), then counts. Returns
+-- {status, players waiting in that pool}: status 1 joined; -1 the address has too many
+-- entries; -2 the pool is full; -3 the connection is in a pool already; -4 all pools are
+-- full. Refused, nothing changes but the pruning.
+--
+-- Known exception for the cluster issue: this script reads keys it is not handed, the
+-- heartbeat keys ARGV[9] .. entry['node'] of the entries' nodes.
+local alive = {}
+local function live(node)
+  if alive[node] == nil then
+    alive[node] = redis.call('EXISTS', ARGV[9] .. node) == 1
+  end
+  return alive[node]
+end
+local by_address, in_pool, total, same_conn = 0, 0, 0, false
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local ok, entry = pcall(cjson.decode, entries[i + 1])
+  if not ok or type(entry) ~= 'table' or type(entry['node']) ~= 'string'
+     or not live(entry['node']) then
+    redis.call('HDEL', KEYS[1], entries[i])
+  else
+    total = total + 1
+    if entry['address'] == ARGV[3] then by_address = by_address + 1 end
+    if entry['pool'] == ARGV[4] then in_pool = in_pool + 1 end
+    if entry['conn'] == ARGV[5] then same_conn = true end
+  end
+end
+if same_conn then return {-3, in_pool} end
+if by_address >= tonumber(ARGV[6]) then return {-1, in_pool} end
+if in_pool >= tonumber(ARGV[7]) then return {-2, in_pool} end
+if total >= tonumber(ARGV[8]) then return {-4, in_pool} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return {1, in_pool + 1}
