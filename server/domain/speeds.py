@@ -4,10 +4,10 @@ A rule of the domain: the exports (export.py) name a rated game's speed, rooms, 
 the pool pick the rating a seat shows, and server/ratings/ applies it to the database.
 
 A game whose policy says ``chess_speeds`` (chess and draughts) has the chess sites'
-speeds, from the estimated game duration ``initial + 40 x increment`` (seconds): under 180 bullet, under 480 blitz, under 1500
-rapid, else classical; a clock of days per move, or none, is correspondence. The other
-games have two: "timed" (any Fischer clock) and "correspondence" (days per move, or
-untimed). ``SPEEDS[game]`` lists a game's speeds, fastest first.
+speeds, from the estimated game duration ``initial + 40 x increment`` (seconds): under 180
+bullet, under 480 blitz, under 1500 rapid, else classical; a clock of days per move, or
+none, is correspondence. The other games have two: "timed" (any Fischer clock) and
+"correspondence" (days per move, or untimed). ``SPEEDS[game]`` lists a game's speeds, fastest first.
 """
 
 from __future__ import annotations
