@@ -186,6 +186,11 @@ class NodeConfig:
         30, "failed log-ins per client address per login_window_s, across all nodes", None,
         "KIBITZ_LOGIN_FAILURES_PER_ADDRESS", 1, 1_000_000,
     )  # fmt: skip
+    password_checks_per_address: int = setting(
+        100, "passwords checked (log-ins, right or wrong, and changes of password) per "
+        "client address per login_window_s, across all nodes", None,
+        "KIBITZ_PASSWORD_CHECKS_PER_ADDRESS", 1, 1_000_000,
+    )  # fmt: skip
     login_window_s: float = setting(
         900.0, "the window failed log-ins are counted in", None, "KIBITZ_LOGIN_WINDOW", 1,
         DAY_S,

@@ -194,6 +194,7 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     app[ARCHIVE_KEY] = archive = await Archive.open(database_url)
     app[RATINGS_KEY] = ratings = RatingStore(archive.engine)
     archive.before_save = ratings.apply  # a rated game's change in its archive transaction
+    archive.before_batch = ratings.lock_batch  # a batch's locks in one order: no deadlock
     log.info("finished games go to %s", display_url(database_url))
     app[ACCOUNTS_KEY] = AccountService(archive.engine, int(config.session_ttl_s * 1000))
     # Commands time out (a hung Redis gives errors, not hung handlers); the hub's
@@ -224,6 +225,7 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     app[THROTTLE_KEY] = Throttle(redis)
     app[MODERATION_KEY] = bans = Moderation(archive.engine, BanMirror(redis))
     await bans.sync(force=True)  # the ban mirror rebuilt from the database
+    service.bans = bans  # an agreed rematch re-checks both players' bans
     app[CHAT_LOG_KEY] = chat_log = ChatLog(redis)
     app[CHAT_KEY] = ChatStore(chat_log)
     app[LIVE_ROOMS_KEY] = LiveRooms(redis)

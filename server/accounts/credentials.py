@@ -4,7 +4,8 @@ them.
 A session id is ``secrets.token_urlsafe(32)`` (43 characters) in the cookie
 ``kibitz_session``; an API token is ``kbz_`` and 32 URL-safe characters, sent as
 ``Authorization: Bearer TOKEN``. Only their SHA-256 (hex) is stored. A value of the wrong
-shape is no credential at all (never looked up).
+shape is no credential at all (never looked up). A :class:`Credential` names the one a
+socket was opened with, so that it can ask later whether it still holds.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping
+from typing import Literal, NamedTuple
 
 COOKIE = "kibitz_session"
 TOKEN_PREFIX = "kbz_"
 SESSION_SHAPE = re.compile(r"[A-Za-z0-9_-]{43}")
 TOKEN_SHAPE = re.compile(r"kbz_[A-Za-z0-9_-]{32}")
 SCOPES = ("play", "read", "admin")
+
+
+class Credential(NamedTuple):
+    """What a request or socket was identified by: a session (``key``: its id's SHA-256)
+    or an API token (``key``: its row id, in decimal). Never the secret itself."""
+
+    kind: Literal["session", "token"]
+    key: str
 
 
 def new_session_id() -> str:

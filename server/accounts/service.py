@@ -18,7 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from kibitz.server.accounts.credentials import bearer, session_cookie, token_shaped
+from kibitz.server.accounts.credentials import (
+    Credential,
+    bearer,
+    digest,
+    session_cookie,
+    token_shaped,
+)
 from kibitz.server.accounts.errors import AccountError
 from kibitz.server.accounts.names import (
     check_password,
@@ -105,17 +111,34 @@ class AccountService:
         Bearer`` token (AccountError ``auth/token`` if not a live token, ``auth/scope``
         if it lacks ``scope``, "" asking for none; the cookie is then ignored), else of
         its session cookie, else None (a guest; also for a cookie of no live session)."""
+        return (await self.identify_by(headers, scope))[0]
+
+    async def identify_by(
+        self, headers: Mapping[str, str], scope: str, cookie: bool = True
+    ) -> tuple[Account | None, Credential | None]:
+        """:meth:`identify`, with the credential that told (None for a guest); with
+        ``cookie`` False the session cookie is not read (a page of another site)."""
         token = bearer(headers)
         if token is not None:
-            found = await self.tokens.account(token) if token_shaped(token) else None
+            found = await self.tokens.find(token) if token_shaped(token) else None
             if found is None:
                 raise AccountError("auth/token", "this API token is unknown or revoked", 401)
-            account, scopes = found
+            account, scopes, token_id = found
             if scope and scope not in scopes:
                 raise AccountError("auth/scope", f"this API token lacks the {scope!r} scope", 403)
-            return account
-        secret = session_cookie(headers)
-        return None if secret is None else await self.sessions.account(secret)
+            return account, Credential("token", str(token_id))
+        secret = session_cookie(headers) if cookie else None
+        found_account = None if secret is None else await self.sessions.account(secret)
+        if found_account is None or secret is None:
+            return None, None
+        return found_account, Credential("session", digest(secret))
+
+    async def live(self, credential: Credential) -> bool:
+        """Whether a credential still holds: its session not ended nor expired, its token
+        not revoked."""
+        if credential.kind == "token":
+            return await self.tokens.live(int(credential.key))
+        return await self.sessions.live(credential.key)
 
     # -- creating -----------------------------------------------------------------------
     async def signup(

@@ -70,6 +70,13 @@ class SessionStore:
             await self._seen(key, int(row.id), now)
         return account_of(row)
 
+    async def live(self, id_hash: str) -> bool:
+        """Whether the session whose id has this SHA-256 still exists and has not expired."""
+        query = sa.select(sessions.c.expires_ms).where(sessions.c.id_hash == id_hash)
+        async with self.engine.connect() as conn:
+            expires = await conn.scalar(query)
+        return expires is not None and int(expires) > now_ms()
+
     async def _seen(self, key: str, account_id: int, now: int) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(

@@ -10,6 +10,7 @@ brought to the newest revision when the archive is opened.
   the same game twice leaves one row);
 - ``before_save``: a hook run in the save's transaction for each record (the ratings'
   exactly-once ``apply``, set by server/node.py); the fields it returns go into the record;
+  ``before_batch``: one run first with all of them (the ratings' ``lock_batch``);
 - ``get(id)``: the record, or None;
 - ``list(player=, game=, limit=, before=)``: newest first, one page and an opaque
   cursor for the next one (the (ended ms, id) of the page's last game, written by
@@ -51,6 +52,9 @@ SQLITE_BUSY_MS = 10_000  # a writer waits this long for another process's lock
 #: A hook of ``save_many``: (the transaction's connection, a record) -> fields to set on
 #: the record before it is stored, or None.
 BeforeSave = Callable[[AsyncConnection, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+#: A hook of ``save_many``, run once in its transaction before ``before_save``: (the
+#: connection, every record of the batch).
+BeforeBatch = Callable[[AsyncConnection, list[dict[str, Any]]], Awaitable[None]]
 
 
 class ArchiveError(ValueError):
@@ -136,6 +140,9 @@ class Archive:
         #: Called in ``save_many``'s transaction for each record before it is stored
         #: (set by the composition root: the ratings' ``apply``).
         self.before_save: BeforeSave | None = None
+        #: Called once in that transaction first, with every record (the ratings'
+        #: ``lock_batch``: the batch's locks in one order, so batches do not deadlock).
+        self.before_batch: BeforeBatch | None = None
 
     @classmethod
     async def open(cls, url: str) -> Archive:
@@ -204,6 +211,8 @@ class Archive:
             return
         stored: list[dict[str, Any]] = []
         async with self.engine.begin() as conn:
+            if self.before_batch is not None:
+                await self.before_batch(conn, records)
             for record in records:
                 fields = await self.before_save(conn, record)
                 stored.append({**record, **fields} if fields else record)

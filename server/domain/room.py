@@ -17,6 +17,7 @@ import hmac
 import operator
 import random
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -165,7 +166,10 @@ class Room:
         deep copy: the result is read, not kept). ``moves``: the moves as ``move_dict``
         gives them, if the caller has them already (a snapshot of this room has)."""
         data = {name: getattr(self, name) for name in _ROOM_FIELDS}
-        data["seats"] = [{name: getattr(s, name) for name in _SEAT_FIELDS} for s in self.seats]
+        data["seats"] = [
+            {name: getattr(s, name) for name in (_SEAT_FIELDS if s.on_scale else _PLAIN)}
+            for s in self.seats
+        ]
         data["moves"] = [move_dict(m) for m in self.moves] if moves is None else moves
         return data
 
@@ -199,6 +203,12 @@ class Event:
 
 _ROOM_FIELDS = tuple(f.name for f in fields(Room))
 _SEAT_FIELDS = tuple(f.name for f in fields(Seat))
+#: A seat's fields stored for every seat; the account's (name, id, rating...) are stored
+#: only on a seat that has them (``Seat.on_scale``: a signed-in player's, a rated room's
+#: AI); elsewhere their defaults are read back, so a guest's room is stored, and every
+#: commit encodes it, as before accounts.
+_ACCOUNT_FIELDS = frozenset({"account", "account_id", "rating", "provisional", "bot"})
+_PLAIN = tuple(name for name in _SEAT_FIELDS if name not in _ACCOUNT_FIELDS)
 # Every field of each, in order: what their constructors take positionally.
 _room_values = operator.attrgetter(*_ROOM_FIELDS)
 _seat_values = operator.attrgetter(*_SEAT_FIELDS)
@@ -333,7 +343,7 @@ def create_room(
     if game.outcome(state) is not None:
         raise RoomError("position/invalid", f"the game is already over in {position!r}")
     if rated:
-        _check_rated_create(game.name, opponent, position, holder, ai_rating)
+        _check_rated_create(game, opts, opponent, position, holder, ai_rating)
     seat_index = creator_seat if creator_seat is not None else (rng or random).randrange(2)
     seats = [Seat(), Seat()]
     seats[seat_index] = human_seat(token, creator_name, player, holder)
@@ -360,15 +370,31 @@ RATED_NEEDS_ACCOUNT = "a rated game needs you signed in; sign in, or play a casu
 
 
 def _check_rated_create(
-    game: str, opponent: str, position: str | None, holder: SeatAccount | None, ai: int | None
+    game: Game[Any, Any],
+    options: Mapping[str, Any],
+    opponent: str,
+    position: str | None,
+    holder: SeatAccount | None,
+    ai: int | None,
 ) -> None:
     """The rules a rated room's creation keeps (see :func:`create_room`)."""
     if holder is None:
         raise RoomError("auth/required", RATED_NEEDS_ACCOUNT)
     if position is not None:
         raise RoomError("room/rated", "a rated game starts from the initial position")
+    check_rated_options(game, options)
     if opponent.startswith("ai:") and ai is None:
-        raise RoomError("room/rated", f"AI level {opponent[3:]} has no rating in {game}")
+        raise RoomError("room/rated", f"AI level {opponent[3:]} has no rating in {game.name}")
+
+
+def check_rated_options(game: Game[Any, Any], options: Mapping[str, Any]) -> None:
+    """A rated game is played with its game's default options (``options`` normalized
+    as :meth:`Game.normalize_options` gives them): other options make another game (one
+    match to take, a smaller board) that the rating would not measure; ``room/rated``."""
+    if dict(options) != dict(game.normalize_options({})):
+        raise RoomError(
+            "room/rated", f"a rated game of {game.name} is played with its default options"
+        )
 
 
 def _check_rated_join(room: Room, index: int, holder: SeatAccount | None) -> None:
@@ -528,20 +554,28 @@ def resign(room: Room, seat: int, now_ms: int) -> tuple[Room, Event]:
 
 
 def abandon(room: Room, now_ms: int, state: Any = None) -> tuple[Room, Event]:
-    """End a game nobody plays on any more (idle too long, or its players gone): no
-    winner, reason "abandoned"; or, if nobody has moved yet, aborted as a first move not
-    made in time is (event ``abort`` by the side to move): a game that never started is
-    not archived (see :func:`is_aborted`)."""
+    """End a game nobody plays on any more (idle too long, or its players gone).
+
+    If nobody has moved yet: aborted as a first move not made in time is (event ``abort``
+    by the side to move): a game that never started is not archived (see
+    :func:`is_aborted`), rated or not. Else a casual game ends with no winner, reason
+    "abandoned"; a rated one is lost by the side to move, the one that stopped playing
+    (against the AI, the human is always to move), so leaving a lost rated game is never
+    a draw. Termination ``abandon`` either way."""
     if room.status != "playing":
         raise RoomError("room/not_playing", f"room {room.id} is {room.status}, not playing")
     new = _next(room, now_ms)
     new.status = "over"
     _clear_game_offers(new)
-    if room.moves:
+    if room.moves and not room.rated:
         new.result = result_of(None, "abandoned", "abandon")
         return new, Event("over")
     game = find_game(room.game)
     late = game.to_move(replay(room) if state is None else state)
+    if room.moves:
+        reason = f"{game.players[late]} abandoned the game"
+        new.result = result_of(1 - late, reason, "abandon")
+        return new, Event("over")
     new.result = clocks.first_move_abort_result(game.players, late)
     return new, Event("abort", late)
 

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from aiohttp import WSCloseCode, WSMsgType, web
 from sqlalchemy.exc import SQLAlchemyError
 
+from kibitz.server.accounts.credentials import Credential
 from kibitz.server.accounts.errors import AccountError
 from kibitz.server.appkeys import (
     ACCOUNTS_KEY,
@@ -32,6 +33,7 @@ from kibitz.server.appkeys import (
 )
 from kibitz.server.domain.players import Account
 from kibitz.server.fanout.connection import Connection
+from kibitz.server.gateway.csrf import cookie_trusted
 from kibitz.server.gateway.limits import client_address, origin_allowed
 from kibitz.server.gateway.session import Session
 from kibitz.server.services.limits import LimitExceeded
@@ -62,16 +64,19 @@ class Refusal(Exception):
 
 
 class Admitted(NamedTuple):
-    """A handshake let in: the client's address (counted in) and whom it acts for."""
+    """A handshake let in: the client's address (counted in), whom it acts for and the
+    credential that said so (re-checked while the socket lives: server/accounts/liveness.py)."""
 
     address: str
     account: Account | None
+    credential: Credential | None = None
 
 
 async def admit(app: web.Application, remote: str | None, headers: Mapping[str, str]) -> Admitted:
     """Decide whether a WebSocket handshake may go ahead; the client's address (counted in
     the per-address connections: :func:`session_closed` counts it out) and its account
-    (the session cookie's, or a Bearer token's with the ``play`` scope; a present but bad
+    (the session cookie's, read only for a page of our own origins, server/gateway/csrf.py
+    ``cookie_trusted``; or a Bearer token's with the ``play`` scope; a present but bad
     token is refused, 401), or :class:`Refusal`. The same checks for both ways a socket
     arrives (server/gateway/edge.py and the aiohttp route)."""
     limits = app[LIMITS_KEY]
@@ -82,7 +87,8 @@ async def admit(app: web.Application, remote: str | None, headers: Mapping[str, 
     if app[HUB_KEY].draining:
         raise Refusal(503, "server/unavailable", "this node is shutting down; use another")
     address = client_address(remote, headers, limits.trusted_proxies)
-    account = await handshake_account(app, headers)
+    cookie = cookie_trusted(headers, own, limits.allowed_origins)
+    account, credential = await handshake_account(app, headers, cookie)
     await refuse_banned(app, address, None if account is None else account.id)
     try:
         await app[LIMITER_KEY].connect(address)
@@ -90,13 +96,16 @@ async def admit(app: web.Application, remote: str | None, headers: Mapping[str, 
         raise Refusal(429, exc.code, exc.message) from None
     except (BusError, OSError):
         raise Refusal(503, "server/unavailable", "storage unavailable; try again") from None
-    return Admitted(address, account)
+    return Admitted(address, account, credential)
 
 
-async def handshake_account(app: web.Application, headers: Mapping[str, str]) -> Account | None:
-    """The account a handshake acts for (server/accounts/service.py ``identify``)."""
+async def handshake_account(
+    app: web.Application, headers: Mapping[str, str], cookie: bool = True
+) -> tuple[Account | None, Credential | None]:
+    """The account a handshake acts for and by what (server/accounts/service.py
+    ``identify_by``; ``cookie`` False: the session cookie is not read)."""
     try:
-        return await app[ACCOUNTS_KEY].identify(headers, "play")
+        return await app[ACCOUNTS_KEY].identify_by(headers, "play", cookie)
     except AccountError as exc:
         raise Refusal(exc.status, exc.code, exc.message) from None
     except (SQLAlchemyError, OSError):
@@ -114,14 +123,18 @@ async def refuse_banned(app: web.Application, address: str, account_id: int | No
 
 
 def open_session(
-    app: web.Application, conn: Connection, address: str, account: Account | None = None
+    app: web.Application,
+    conn: Connection,
+    address: str,
+    account: Account | None = None,
+    credential: Credential | None = None,
 ) -> Session:
     """A socket is open: register it, greet it, and give it its session (acting for
-    ``account``, or a guest)."""
+    ``account`` as long as ``credential`` holds, or a guest)."""
     app[HUB_KEY].add(conn)
     app[METRICS_KEY].connections.inc()
     conn.send(Welcome(app[NODE_KEY]).to_dict())
-    return Session(app, conn, address, account)
+    return Session(app, conn, address, account, credential)
 
 
 async def session_closed(session: Session) -> None:
@@ -163,7 +176,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     if not ws.can_prepare(request).ok:  # aiohttp's own 400 says why; nothing counted in
         await ws.prepare(request)  # raises web.HTTPBadRequest
     try:
-        address, account = await admit(app, request.remote, request.headers)
+        address, account, credential = await admit(app, request.remote, request.headers)
     except Refusal as refused:
         return web.json_response(refused.body, status=refused.status)
     codec = requested_codec(request.query.getall("codec", []))
@@ -171,7 +184,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     try:
         await ws.prepare(request)
         conn = Connection(ws, codec, request.transport)
-        session = open_session(app, conn, address, account)
+        session = open_session(app, conn, address, account, credential)
     except ConnectionResetError:  # the client gave up before we answered: nothing to do
         return ws
     finally:

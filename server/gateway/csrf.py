@@ -9,8 +9,11 @@ A request with neither header is refused when it carries the session cookie (a b
 always sends one of them on a POST: a request without them is not a page's, and the cookie
 is the one credential a forged request could borrow); without the cookie it acts for
 nobody, so scripts and ``curl`` keep working without naming an origin. A request with an
-``Authorization: Bearer`` token is not a browser's ambient credential: it passes here
-(and is then identified by its token alone, server/http/identity.py).
+``Authorization: Bearer`` API token (``kbz_`` and 32 characters: anything else under that
+scheme is checked like a browser's request) is not a browser's ambient credential: it
+passes here, and acts for its token alone (server/http/identity.py; the cookie it may
+also carry is ignored, server/http/auth.py). The WebSocket handshake reads the cookie by
+the same rule (:func:`cookie_trusted`, server/gateway/admission.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from kibitz.server.accounts.credentials import bearer, token_shaped
 from kibitz.server.appkeys import LIMITS_KEY, LISTENING_ORIGINS_KEY
 from kibitz.server.gateway.limits import normal_origin
 from kibitz.shared.protocol.client_out import Error
@@ -58,16 +62,35 @@ def cross_site(
     """Why a request is refused as cross-site, or None when it may go ahead."""
     if method.upper() not in UNSAFE_METHODS:
         return None
-    if headers.get("Authorization", "").strip().lower().startswith("bearer "):
+    token = bearer(headers)
+    if token is not None and token_shaped(token):
         return None
     origin = sent_origin(headers)
     if origin is None:
         if has_session_cookie(headers):
             return "a signed-in request must say its origin (Origin or Referer)"
         return None
-    if origin in own or (origin in allowed and origin != "*"):
+    if own_page(origin, own, allowed):
         return None
     return "requests from other sites are not allowed"
+
+
+def own_page(origin: str, own: frozenset[str], allowed: frozenset[str]) -> bool:
+    """Whether a page of ``origin`` may use the visitor's cookie: one of the site's own
+    origins, or one ``--allow-origin`` names (``*`` names none)."""
+    return origin in own or (origin in allowed and origin != "*")
+
+
+def cookie_trusted(
+    headers: Mapping[str, str], own: frozenset[str], allowed: frozenset[str]
+) -> bool:
+    """Whether a WebSocket handshake may act for its session cookie: its page is our own
+    (:func:`own_page`), or it names no page at all (browsers always send ``Origin`` on a
+    WebSocket handshake: a client without one is no browser, and no page borrows its
+    cookie). A page another site serves, admitted by ``--allow-origin '*'``, plays as a
+    guest."""
+    origin = sent_origin(headers)
+    return origin is None or own_page(origin, own, allowed)
 
 
 @web.middleware

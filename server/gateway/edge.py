@@ -58,6 +58,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
+from kibitz.server.accounts.credentials import Credential
 from kibitz.server.appkeys import HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
 from kibitz.server.domain.players import Account
 from kibitz.server.fanout.connection import (
@@ -528,7 +529,7 @@ class EdgeSocket(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         remote = peer[0] if isinstance(peer, tuple) else None
         try:
-            address, account = await admission.admit(app, remote, request.headers)
+            address, account, credential = await admission.admit(app, remote, request.headers)
         except admission.Refusal as refused:
             self._refuse(refused.status, refused.body)
             return
@@ -539,7 +540,7 @@ class EdgeSocket(asyncio.Protocol):
         opened = False
         try:
             if not transport.is_closing():  # (it may have gone while we checked)
-                self._answer(request, response, address, account)
+                self._answer(request, response, address, account, credential)
                 opened = True
         finally:
             if not opened:  # gone, or any error: counted out again
@@ -553,10 +554,15 @@ class EdgeSocket(asyncio.Protocol):
             self.worker = asyncio.create_task(self._work())
 
     def _answer(
-        self, request: Request, response: Response, address: str, account: Account | None
+        self,
+        request: Request,
+        response: Response,
+        address: str,
+        account: Account | None,
+        credential: Credential | None = None,
     ) -> None:
         """The handshake's 101, and the session opened for ``address`` (acting for
-        ``account``)."""
+        ``account`` while ``credential`` holds)."""
         ws, transport = self.ws, self.transport
         assert ws is not None and transport is not None
         ws.send_response(response)
@@ -568,7 +574,9 @@ class EdgeSocket(asyncio.Protocol):
         # cookies, as much again as the rest of an idle connection's cost).
         request.headers.clear()
         self.conn = Connection(self, codec, transport)
-        self.session = admission.open_session(self.edge.app, self.conn, address, account)
+        self.session = admission.open_session(
+            self.edge.app, self.conn, address, account, credential
+        )
         self.edge.sockets.add(self)
         # As aiohttp logs the HTTP requests it serves (its access log).
         log.info('%s "GET %s" 101 WebSocket (%s)', address, request.path, codec)

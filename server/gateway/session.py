@@ -17,8 +17,12 @@ import time
 from typing import Any
 
 from aiohttp import WSCloseCode, web
+from sqlalchemy.exc import SQLAlchemyError
 
+from kibitz.server.accounts.credentials import Credential
+from kibitz.server.accounts.liveness import CredentialCheck
 from kibitz.server.appkeys import (
+    ACCOUNTS_KEY,
     CHAT_KEY,
     CONFIG_KEY,
     HUB_KEY,
@@ -33,10 +37,11 @@ from kibitz.server.domain import room as rooms
 from kibitz.server.domain.players import Account
 from kibitz.server.domain.room import Room, RoomError, new_token, seat_for_token
 from kibitz.server.fanout.connection import Connection
-from kibitz.server.moderation.hooks import abandoned_by_abort
+from kibitz.server.moderation.hooks import abandoned_by_abort, abandoned_by_claim
 from kibitz.server.moderation.rules import hidden_line, mute_text
 from kibitz.server.services.chat import Channel, ChatRate, channel_of, check_text, sender
 from kibitz.server.services.limits import LimitExceeded
+from kibitz.server.services.seekers import check_penalty
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.protocol.client_in import (
     Abort,
@@ -68,15 +73,30 @@ log = logging.getLogger(__name__)
 _SESSION_NUMBERS = itertools.count(1)
 #: How old (s) the blocks a signed-in connection hides may get before a frame reloads them.
 HIDDEN_REFRESH_S = 5.0
+#: The messages that read the blocks again, before they follow or speak in a room, once
+#: HIDDEN_REFRESH_S old (never a move or a ping: they must not wait on the database).
+HIDDEN_READ_BY = (Chat, Watch, Resume, Create, Join, Seek, AcceptSeek, PoolJoin)
 #: The messages a banned account or address may not send (server/moderation/).
 BAN_CHECKED = (Create, Join, Chat, Seek, AcceptSeek, PoolJoin)
+
+
+def ban_checked(message: ClientMessage) -> bool:
+    """Whether a banned account or address is refused ``message`` (a rematch makes a room)."""
+    if isinstance(message, Offer):
+        return message.kind == "rematch" and message.action != "decline"
+    return isinstance(message, BAN_CHECKED)
 
 
 class Session:
     """One connection's message loop: validation at the edge, then the room service."""
 
     def __init__(
-        self, app: web.Application, conn: Connection, address: str, account: Account | None = None
+        self,
+        app: web.Application,
+        conn: Connection,
+        address: str,
+        account: Account | None = None,
+        credential: Credential | None = None,
     ) -> None:
         self.app = app
         self.conn = conn
@@ -84,6 +104,8 @@ class Session:
         #: The signed-in player this socket acts for (from the session cookie or API token
         #: at the handshake: server/gateway/admission.py); None for a guest.
         self.account = account
+        #: Whether the session or token the socket was opened with still holds.
+        self.signed_in = CredentialCheck(credential)
         self.service = app[SERVICE_KEY]
         self.hub = app[HUB_KEY]
         self.metrics = app[METRICS_KEY]
@@ -151,6 +173,10 @@ class Session:
         except ProtocolError as exc:
             return self._strike(exc.code, exc.message, rid)
         self.metrics.count_message(message)
+        # The messages a ban refuses are those that act for the account: they need the
+        # socket's session or token to hold still.
+        if ban_checked(message) and not await self._still_signed_in():
+            return self._signed_out(message.rid)
         try:
             await self.dispatch(message)
         except ProtocolError as exc:  # RoomError included
@@ -165,15 +191,17 @@ class Session:
 
     async def dispatch(self, message: ClientMessage) -> None:
         service, conn = self.service, self.conn
-        if isinstance(message, BAN_CHECKED):
+        if ban_checked(message):
             await self._refuse_banned()
-        if self.account is not None and time.monotonic() - self.hidden_read >= HIDDEN_REFRESH_S:
-            await self._load_hidden()  # a block made since (its pings bring this about)
+        if isinstance(message, HIDDEN_READ_BY) and self._hidden_stale():
+            await self._load_hidden()  # before the room's lines can reach this connection
         if isinstance(message, Ping):
             conn.send(Pong(message.rid, service.clock_ms()).to_dict())
         elif isinstance(message, Create):
             if message.rated and self.account is None:  # refused before it is counted
                 raise RoomError("auth/required", rooms.RATED_NEEDS_ACCOUNT)
+            if message.rated:
+                await check_penalty(self.app[MODERATION_KEY], self.account)
             await self._count_create()
             token = new_token()
             room, seat = await service.create(
@@ -184,6 +212,8 @@ class Session:
             conn.send(Seat(room.id, seat, token, message.rid).to_dict())
             await self.follow_seated(room, seat, {"kind": "created", "seat": seat}, True)
         elif isinstance(message, Join):
+            if self.account is not None and (await service.get(message.room)).rated:
+                await check_penalty(self.app[MODERATION_KEY], self.account)
             token = new_token()
             room, seat = await service.join(message, token, account=self.account)
             conn.send(Seat(room.id, seat, token, message.rid).to_dict())
@@ -206,7 +236,9 @@ class Session:
             await self._answer(aborted)
             await abandoned_by_abort(self.app[MODERATION_KEY], self.account, aborted)
         elif isinstance(message, Claim):
-            await self._answer(await service.claim(message))
+            claimed = await service.claim(message)
+            await self._answer(claimed)
+            await abandoned_by_claim(self.app[MODERATION_KEY], claimed, message.token)
         elif isinstance(message, Leave):
             await self.hub.unfollow(conn, message.room)  # its room told, if it played there
             conn.send(Left(message.room, message.rid).to_dict())
@@ -334,6 +366,21 @@ class Session:
         account = None if self.account is None else self.account.username
         await self.app[CHAT_KEY].post(room, which, seat, name, text, account)
 
+    async def _still_signed_in(self) -> bool:
+        """False once the credential the socket acts by has ended (a guest: True)."""
+        if self.account is None:
+            return True
+        return await self.signed_in.live(self.app[ACCOUNTS_KEY])
+
+    def _signed_out(self, rid: str | int | None) -> bool:
+        """The socket's session ended or its token was revoked: it acts for nobody now;
+        the client is told (``auth/expired``) and the socket closed (1008) so that the
+        page reconnects as whoever it now is."""
+        self.account = None
+        self._error("auth/expired", "your session ended or your token was revoked", rid)
+        self.close_code, self.close_reason = WSCloseCode.POLICY_VIOLATION, b"signed out"
+        return False
+
     async def _refuse_banned(self) -> None:
         """``auth/banned`` if this socket's account or address is banned now."""
         account_id = None if self.account is None else self.account.id
@@ -348,13 +395,21 @@ class Session:
             if until is not None:
                 raise ProtocolError("chat/muted", mute_text(until, int(time.time() * 1000)))
 
+    def _hidden_stale(self) -> bool:
+        return self.account is not None and time.monotonic() - self.hidden_read >= HIDDEN_REFRESH_S
+
     async def _load_hidden(self) -> None:
         """The chat this connection must not see: the accounts its account blocks or is
-        blocked by (read as it follows a room, and again by a frame once HIDDEN_REFRESH_S
-        old: a block counts within seconds for a client that pings)."""
-        if self.account is not None:
+        blocked by (read as it follows a room, and by the HIDDEN_READ_BY messages once
+        HIDDEN_REFRESH_S old; never by a move or a ping). The database failing keeps the
+        blocks it had (tried again once HIDDEN_REFRESH_S has passed)."""
+        if self.account is None:
+            return
+        try:
             self.conn.hidden = await self.app[MODERATION_KEY].hidden_names(self.account.id)
-            self.hidden_read = time.monotonic()
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning("blocks unreadable, the old ones kept: %s", type(exc).__name__)
+        self.hidden_read = time.monotonic()
 
     async def _count_create(self) -> None:
         """Rooms cost storage: one connection may open ``creates_per_connection_per_minute``

@@ -1,11 +1,15 @@
 """Sign-up, log-in and sessions over HTTP (``/api/auth/...``; docs/accounts.md).
 
 What is decided here: what each endpoint counts against the throttles (shared/bus/throttle.py:
-failed log-ins per username and per address, sign-ups per address, with the limits of
-NodeConfig), the session cookie (``kibitz_session``: HttpOnly, SameSite=Lax, Path=/, Secure
-when the request came over TLS, directly or through a trusted proxy's
-``X-Forwarded-Proto``), and that every log-in or sign-up opens a NEW session and ends the
-one the request carried (no session fixation). The accounts themselves: server/accounts/.
+failed password checks per username and per address, password checks of any outcome per
+address, sign-ups per address, with the limits of NodeConfig; a password check, at log-in
+or at a change of password, is counted before argon2 runs and a right one is given back
+as no failure), the session cookie (``kibitz_session``: HttpOnly, SameSite=Lax, Path=/,
+Secure when the request came over TLS, directly or through a trusted proxy's
+``X-Forwarded-Proto``, or when every configured public origin is https), and that every
+log-in or sign-up opens a NEW session and ends the one the request carried (no session
+fixation); a request with an API token acts for the token only, its cookie untouched.
+The accounts themselves: server/accounts/.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 
-from kibitz.server.accounts.credentials import COOKIE, session_cookie
+from kibitz.server.accounts.credentials import COOKIE, bearer, session_cookie
 from kibitz.server.accounts.errors import AccountError
 from kibitz.server.accounts.names import (
     check_password,
@@ -85,6 +89,23 @@ def address_of(request: web.Request) -> str:
     return client_address(request.remote, request.headers, limits.trusted_proxies)
 
 
+def own_cookie(request: web.Request) -> str | None:
+    """The request's session id, unless it carries an API token: a request with both acts
+    for the token only, and leaves the cookie's session alone."""
+    if bearer(request.headers) is not None:
+        return None
+    return session_cookie(request.headers)
+
+
+def secure_cookie(request: web.Request) -> bool:
+    """The cookie is ``Secure`` when the request came over TLS, or when every public
+    origin of the site is https (a browser then never sends it over plain HTTP)."""
+    public = request.app[LIMITS_KEY].public_origins
+    if public and all(origin.startswith("https://") for origin in public):
+        return True
+    return came_over_tls(request)
+
+
 def came_over_tls(request: web.Request) -> bool:
     """The request reached us over TLS, or a trusted proxy says it reached it so."""
     if request.secure:
@@ -101,7 +122,7 @@ async def start_session(
     """A fresh session for ``account`` in the response's cookie; the request's own
     session, if any, ends (a cookie planted before log-in is never kept)."""
     sessions = request.app[ACCOUNTS_KEY].sessions
-    old = session_cookie(request.headers)
+    old = own_cookie(request)
     if old is not None:
         await sessions.close(old)
     secret = await sessions.open(account.id, address_of(request))
@@ -112,7 +133,7 @@ async def start_session(
         path="/",
         httponly=True,
         samesite="Lax",
-        secure=came_over_tls(request),
+        secure=secure_cookie(request),
     )
     return response
 
@@ -157,7 +178,8 @@ async def signup(request: web.Request) -> web.Response:
     return await start_session(request, response, account)
 
 
-def login_counters(request: web.Request, username: object) -> list[Counter]:
+def failure_counters(request: web.Request, username: object) -> list[Counter]:
+    """The counters a wrong password counts on: its address's and its username's."""
     config = request.app[CONFIG_KEY]
     window = int(config.login_window_s * 1000)
     counters = [Counter("login-addr", address_of(request), config.login_failures_per_address,
@@ -168,25 +190,40 @@ def login_counters(request: web.Request, username: object) -> list[Counter]:
     return counters
 
 
+async def reserve_check(request: web.Request, username: object) -> list[Counter]:
+    """Count one password check before it runs (429 ``auth/throttled`` past a limit): on
+    the failure counters (returned: a right password gives them back) and on the
+    address's budget of checks (kept: it bounds the argon2 work one address causes)."""
+    config = request.app[CONFIG_KEY]
+    window = int(config.login_window_s * 1000)
+    failures = failure_counters(request, username)
+    budget = Counter("check-addr", address_of(request), config.password_checks_per_address,
+                     window)  # fmt: skip
+    wait = await request.app[THROTTLE_KEY].reserve([*failures, budget])
+    if wait:
+        raise throttled(wait)
+    return failures
+
+
 async def login(request: web.Request) -> web.Response:
     body = await json_body(request)
     username, password = body.get("username"), body.get("password")
-    counters = login_counters(request, username)
-    throttle = request.app[THROTTLE_KEY]
-    wait = await throttle.check(counters)
-    if wait:
-        raise throttled(wait)
+    failures = await reserve_check(request, username)
     service = request.app[ACCOUNTS_KEY]
     account = await service.login(username, password)
     if account is None:
-        await throttle.add(counters)
         raise http_error(401, "auth/failed", "wrong username or password")
+    await request.app[THROTTLE_KEY].give_back(failures)
     await refuse_banned(request, account.id)
     response = web.json_response({"account": await service.describe(account)})
     return await start_session(request, response, account)
 
 
 async def logout(request: web.Request) -> web.Response:
+    """End the request's session and clear its cookie (a request with an API token has
+    no session here: nothing ends)."""
+    if bearer(request.headers) is not None:
+        return web.json_response({"account": None})
     secret = session_cookie(request.headers)
     if secret is not None:
         await request.app[ACCOUNTS_KEY].sessions.close(secret)
@@ -203,8 +240,11 @@ async def change_password(request: web.Request) -> web.Response:
     """A new password; every other session of the account ends (this one stays)."""
     account = await require_session(request)
     body = await json_body(request)
+    check_password(body.get("new_password"))  # the cheap check before the budget is spent
+    failures = await reserve_check(request, account.username)
     service = request.app[ACCOUNTS_KEY]
     await service.change_password(account, body.get("password"), body.get("new_password"))
+    await request.app[THROTTLE_KEY].give_back(failures)
     ended = await service.sessions.close_all(account.id, keep=session_cookie(request.headers))
     return web.json_response({"account": await service.describe(account), "ended": ended})
 

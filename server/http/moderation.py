@@ -5,23 +5,31 @@ Who may call what is decided here (server/http/identity.py: a signed-in account 
 blocks and reports; the moderator role for reports' handling, mutes and marks; the admin
 role for bans and the audit log); what is valid, and the changes, by the moderation
 service (server/moderation/). Every refusal is the API's one error body with a
-``mod/...``, ``auth/...`` or ``request/invalid`` code, and changes nothing.
+``mod/...``, ``auth/...`` or ``request/invalid`` code, and changes nothing; the database
+or Redis unreachable is 503 ``server/unavailable``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
 
 from kibitz.server.appkeys import MODERATION_KEY
 from kibitz.server.domain.players import ADMIN, MODERATOR, Account
 from kibitz.server.http.identity import require_account, require_role
 from kibitz.server.moderation.rules import ModerationError
 from kibitz.server.moderation.service import Moderation
+from kibitz.shared.bus.errors import BusError
 from kibitz.shared.protocol.client_out import Error
+
+log = logging.getLogger(__name__)
+
+MAX_ID = 2**31 - 1  # the largest id a path may name (the tables' ids are 32-bit)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -54,6 +62,9 @@ def guarded(handler: Handler) -> Handler:
             return await handler(request)
         except ModerationError as exc:
             return error(exc.status, exc.code, exc.message)
+        except (SQLAlchemyError, BusError, OSError) as exc:
+            log.warning("moderation storage unavailable: %s", type(exc).__name__)
+            return error(503, "server/unavailable", "storage unavailable; try again")
 
     return guard
 
@@ -83,10 +94,19 @@ async def staff(request: web.Request, role: str, scope: str) -> Account:
 
 
 def path_id(request: web.Request) -> int:
-    text = request.match_info["id"]
-    if not text.isdigit() or len(text) > 18:
-        raise ModerationError("mod/invalid", "the id must be a positive whole number")
-    return int(text)
+    """The path's ``{id}``: ASCII digits, 1 to MAX_ID, else 400 ``mod/invalid``."""
+    number = ascii_number(request.match_info["id"], MAX_ID)
+    if number is None or number < 1:
+        raise ModerationError("mod/invalid", f"the id must be a whole number from 1 to {MAX_ID}")
+    return number
+
+
+def ascii_number(text: str, most: int) -> int | None:
+    """``text`` as a number if it is ASCII digits (not "²", "١") worth at most ``most``."""
+    if not 1 <= len(text) <= len(str(most)) or not all("0" <= c <= "9" for c in text):
+        return None
+    number = int(text)
+    return number if number <= most else None
 
 
 # -- players: blocks and reports ---------------------------------------------------------
@@ -176,7 +196,7 @@ async def unban(request: web.Request) -> web.Response:
 
 async def audit(request: web.Request) -> web.Response:
     await staff(request, ADMIN, "admin")
-    text = request.query.get("limit", "50")
-    if not text.isdigit() or len(text) > 6:
+    limit = ascii_number(request.query.get("limit", "50"), MAX_ID)
+    if limit is None:
         raise ModerationError("mod/invalid", "limit must be a whole number")
-    return web.json_response({"audit": await service(request).audit(int(text))})
+    return web.json_response({"audit": await service(request).audit(limit)})

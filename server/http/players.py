@@ -8,9 +8,10 @@ docs/accounts.md, *Leaderboards and profiles*):
   the ``RatingStore``, as are the ratings and histories below);
 - ``GET /api/players/{username}``: the profile: the account's public facts, its ratings
   per game and speed with W/D/L, its newest finished games (summaries, from the archive,
-  by every player id of the account) and the live rooms it is seated in (from the bus's
-  per-player index, each checked against the room: unfinished and seating one of the
-  account's player ids; stale entries are dropped from the index);
+  by every player id of the account) and the live rooms it is seated in signed in (from
+  the bus's per-player index of accounts' seats, at most MAX_PLAYING rooms read, each
+  checked against the room: unfinished and seating the account's player id; stale
+  entries are dropped from the index);
 - ``GET /api/players/{username}/history?game=G&speed=S``: the rating after each rated
   game (the newest ``MAX_HISTORY``), and ``.../rating.svg`` the same drawn
   (:mod:`kibitz.server.ratings.graph`).
@@ -40,8 +41,7 @@ DEFAULT_LIMIT = 50
 RECENT_GAMES = 10  # finished games a profile lists
 #: What a recent game's summary keeps of each seat (guests' seats: account and rating null).
 SUMMARY_SEAT = ("seat", "name", "kind", "level", "account", "rating", "provisional", "bot")
-MAX_PLAYING = 50  # live rooms a profile lists (and reads per player id), at most
-PLAYING_IDS = 4  # player ids of an account whose live rooms a profile looks up, at most
+MAX_PLAYING = 20  # live rooms a profile lists, and rooms it reads for that, at most
 CACHE = "public, max-age=30"  # leaderboards and graphs may be this stale
 #: The graph is our own drawing: nothing in it may load or run anything.
 SVG_HEADERS = {
@@ -121,7 +121,7 @@ async def api_profile(request: web.Request) -> web.Response:
     ratings, recent, playing = await asyncio.gather(
         request.app[RATINGS_KEY].ratings_of(account.id),
         boards.recent_games(engine, player_ids, RECENT_GAMES),
-        live_rooms_of(request.app, player_ids),
+        live_rooms_of(request.app, account.player_id),
     )
     own = set(player_ids)
     return web.json_response(
@@ -177,37 +177,24 @@ def game_summary(record: dict[str, Any], own: set[str]) -> dict[str, Any]:
     }
 
 
-async def live_rooms_of(app: web.Application, player_ids: list[str]) -> list[str]:
-    """The unfinished rooms (ids, the newest seating first) one of ``player_ids`` is
-    seated in: the per-player index of the account's own id and its newest claimed
-    ones (``PLAYING_IDS`` in all), each room read and checked; what fails the check is
-    taken off the index."""
+async def live_rooms_of(app: web.Application, player: str) -> list[str]:
+    """The unfinished rooms (ids, the newest seating first) the account whose player id
+    is ``player`` sits in: its per-player index (only accounts' seats are noted), at
+    most MAX_PLAYING rooms read and checked; what fails the check is taken off it."""
     store = app[STORE_KEY]
-    own = set(player_ids)
-    found: list[str] = []
-    for player in playing_ids(player_ids):
-        if len(found) >= MAX_PLAYING:
-            break
-        listed = [r for r in await store.playing.rooms(player, MAX_PLAYING) if r not in found]
-        records = await asyncio.gather(*(store.load_record(room_id) for room_id in listed))
-        live = [r for r, record in zip(listed, records, strict=True) if _seats_one_of(record, own)]
-        await store.playing.drop(player, [r for r in listed if r not in live])
-        found += live
-    return found[:MAX_PLAYING]
+    listed = await store.playing.rooms(player, MAX_PLAYING)
+    records = await asyncio.gather(*(store.load_record(room_id) for room_id in listed))
+    live = [r for r, record in zip(listed, records, strict=True) if _seats(record, player)]
+    await store.playing.drop(player, [r for r in listed if r not in live])
+    return live
 
 
-def playing_ids(player_ids: list[str]) -> list[str]:
-    """The player ids whose live rooms a profile looks up: the account's own (first)
-    and its newest claimed guest keys, PLAYING_IDS in all."""
-    return player_ids[:1] + player_ids[1:][-(PLAYING_IDS - 1) :]
-
-
-def _seats_one_of(record: dict[str, Any] | None, players: set[str]) -> bool:
-    """Whether a room record is unfinished and seats one of ``players``."""
+def _seats(record: dict[str, Any] | None, player: str) -> bool:
+    """Whether a room record is unfinished and seats ``player``."""
     if record is None or record.get("status") == "over":
         return False
     seats = record.get("seats") or []
-    return any(isinstance(s, dict) and s.get("player") in players for s in seats)
+    return any(isinstance(s, dict) and s.get("player") == player for s in seats)
 
 
 # -- rating history ----------------------------------------------------------------------------

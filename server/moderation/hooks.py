@@ -3,10 +3,14 @@ Abandonment penalties): the decisions on a finished room, and the two hooks that
 them where the end is known.
 
 - :func:`abandoned_by_abort`: the session's ``abort`` (server/gateway/session.py) of a
-  rated game whose opponent had joined: the aborting account, kind "abort";
+  rated game whose human opponent had joined: the aborting account, kind "abort"
+  (aborting one's own rated game against the AI costs nothing: nobody waited);
+- :func:`abandoned_by_claim`: the session's ``claim`` that ended a rated game because the
+  opponent had left (a win or a draw claimed): the gone account, kind "timeout";
 - :func:`timeout_hook`: the deadline sweeper (server/loops/deadlines.py) after a rated
-  room ended on its clock: the side that ran out of time (or did not make its first move
-  in time), kind "timeout", if that player had left (the presence's "gone").
+  room ended on its clock: the side that did not make its first move in time (connected
+  or not), kind "timeout"; or the side whose flag fell, if that player had left (the
+  presence's "gone").
 
 A failure to record is logged, never raised: the game's end stands either way.
 """
@@ -46,6 +50,8 @@ def aborted_by(room: Room, account: Account | None) -> int | None:
         return None
     if not all(seat.taken for seat in room.seats):
         return None  # nobody had joined: cancelling a waiting room costs nothing
+    if any(seat.kind == "ai" for seat in room.seats):
+        return None  # against the AI: nobody waited
     held = any(getattr(seat, "account_id", None) == account.id for seat in room.seats)
     return account.id if held else None
 
@@ -59,6 +65,32 @@ def timed_out_seat(room: Room) -> int | None:
         return None
     to_move: int = find_game(room.game).to_move(rooms.replay(room))
     return to_move
+
+
+def claimed_against(room: Room, token: str) -> int | None:
+    """The account id to charge for leaving rated ``room``, ended by a claim (a win or a
+    draw) of the seat holding ``token``: the other seat's account."""
+    if not getattr(room, "rated", False) or room.status != "over" or not room.result:
+        return None
+    if room.result.get("termination") != "claim":
+        return None
+    try:
+        claimer = rooms.seat_for_token(room, token)
+    except rooms.RoomError:
+        return None
+    gone: int | None = getattr(room.seats[1 - claimer], "account_id", None)
+    return gone
+
+
+def first_move_missed(room: Room) -> bool:
+    """Whether ``room`` ended because its side to move did not make its first move."""
+    return bool(room.result and room.result.get("termination") == "abort")
+
+
+async def abandoned_by_claim(moderation: Moderation, room: Room, token: str) -> None:
+    account_id = claimed_against(room, token)
+    if account_id is not None:
+        await _record(moderation, account_id, room.id, "timeout")
 
 
 async def abandoned_by_abort(moderation: Moderation, account: Account | None, room: Room) -> None:
@@ -78,9 +110,11 @@ def timeout_hook(service: Rooms, moderation: Moderation) -> Callable[[str], Awai
         account_id = getattr(room.seats[seat], "account_id", None)
         if account_id is None:
             return
-        presence = await service.presence(room)
-        if presence.gone_ms[seat] is not None or not presence.connected[seat]:
-            await _record(moderation, account_id, room.id, "timeout")
+        if not first_move_missed(room):  # a flag fell: charged only if that player had left
+            presence = await service.presence(room)
+            if presence.gone_ms[seat] is None and presence.connected[seat]:
+                return
+        await _record(moderation, account_id, room.id, "timeout")
 
     return on_time_out
 

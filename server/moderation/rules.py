@@ -7,7 +7,8 @@ that goes with it) and changes nothing; the service (server/moderation/service.p
 the I/O once the input has passed.
 
 **Abandonment penalties** (docs/accounts.md, Moderation): an abandonment is a rated game an
-account lost on time after leaving it, or aborted once its opponent had joined. Within
+account did not make its first move in, lost on time after leaving it, had a win or a draw
+claimed against it after leaving it, or aborted once a human opponent had joined. Within
 ``PENALTY_WINDOW_MS`` (7 days), the first ``FREE_ABANDONMENTS`` (2) cost nothing; the third
 makes the player wait ``FIRST_WAIT_MS`` (5 minutes) from that abandonment before seeking or
 pooling again, and each further one doubles the wait, up to ``MAX_WAIT_MS`` (24 hours).
@@ -144,13 +145,43 @@ def ban_kind(value: Any) -> BanKind:
 
 
 def address(value: Any) -> str:
-    """An IP address, in its canonical text (IPv4 or IPv6)."""
+    """An address ban's target as the nodes count a client (:func:`address_group`): an
+    IPv4 address; an IPv6 address as its /64 (also given as the /64 network itself); an
+    IPv4-mapped IPv6 address as its IPv4 address."""
     if not isinstance(value, str) or len(value) > 64:
         raise invalid("an address ban's target must be an IP address")
+    text = value.strip()
     try:
-        return str(ipaddress.ip_address(value.strip()))
+        if "/" not in text:
+            return address_group(str(ipaddress.ip_address(text)))
+        network = ipaddress.ip_network(text, strict=False)
     except ValueError:
         raise invalid(f"{value!r} is not an IP address") from None
+    if network.version != 6 or network.prefixlen != 64:
+        raise invalid("a network an address ban may name is an IPv6 /64")
+    return str(network)
+
+
+def address_group(address: str) -> str:
+    """What a client address is counted as, the same as server/gateway/limits.py's
+    ``address_group`` (which the gateway cannot share with us without an import cycle;
+    tests/server/moderation/test_rules.py checks they agree): an IPv6 address as its /64,
+    an IPv4-mapped one as its IPv4 address, anything else as is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return address
+
+
+def ban_target(kind: str, target: str) -> str:
+    """The target a stored ban is mirrored (and matched) as: an address ban's as its group
+    (rows written before bans were stored so), an account's id as is."""
+    return address_group(target) if kind == "address" else target
 
 
 def ban_hours(value: Any) -> int | None:

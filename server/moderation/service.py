@@ -9,10 +9,12 @@ that makes the change (``actor_id`` None: the operator, through ``kibitz admin``
 
 The ban mirror: the database is the truth. A ban made or lifted here is written to the
 mirror at once; a node's :meth:`Moderation.run` loop compares, every ``SYNC_S``, a cheap
-summary of the ``bans`` table (count, last id, last lift) with the one it last mirrored and
+summary of the ``bans`` table (last id, last lift) with the one it last mirrored and
 rewrites the mirror whole when it changed (a ban made by ``kibitz admin``, which does not
 talk to Redis) or when the mirror is missing (Redis restarted). :meth:`banned` is one
-Redis read (``HMGET``).
+Redis read (``HMGET``). An address ban is stored, mirrored and matched as the group the
+gateway counts a client as (an IPv6 address's /64). The same loop enables again the
+accounts whose last ban expired (:meth:`Moderation.expire_account_bans`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from kibitz.shared.bus.bans import MAX_MIRRORED, BanMirror
 
 SYNC_S = 1.0  # how often a node compares the bans table with its mirror
 REPORTS_PER_HOUR = 20  # reports one account may file in an hour
+EXPIRED_READ = 200  # expired account bans one pass of the bans loop looks at
+#: How far back (ms) each pass looks again for account bans that expired (other nodes'
+#: clocks, and a pass that failed half-way).
+EXPIRY_OVERLAP_MS = 60_000
 
 
 def now_ms() -> int:
@@ -63,6 +69,8 @@ class Moderation:
         self.engine = engine
         self.mirror = mirror  # None: no Redis (``kibitz admin``): the nodes catch up
         self._mirrored: tuple[Any, ...] | None = None  # the table summary last mirrored
+        #: Account bans that expired before this were handled (see expire_account_bans).
+        self._expired_from = 0
 
     # -- accounts ----------------------------------------------------------------------
 
@@ -233,12 +241,17 @@ class Moderation:
             target, _ = await self.account(conn, body.get("username"))
             if target.id == reporter.id:
                 raise rules.invalid("you cannot report yourself")
-            recent = await conn.scalar(
-                sa.select(sa.func.count()).where(
+            # Counted up to the limit only: the scan stops at REPORTS_PER_HOUR rows.
+            mine = (
+                sa.select(t.reports.c.id)
+                .where(
                     t.reports.c.reporter_id == reporter.id,
                     t.reports.c.created_ms > now - rules.HOUR_MS,
                 )
+                .limit(REPORTS_PER_HOUR)
+                .subquery()
             )
+            recent = await conn.scalar(sa.select(sa.func.count()).select_from(mine))
             if int(recent or 0) >= REPORTS_PER_HOUR:
                 raise ModerationError(
                     "mod/throttled", f"at most {REPORTS_PER_HOUR} reports an hour", 429
@@ -437,7 +450,7 @@ class Moderation:
                 )
             await self._audit(conn, actor, "unban", f"{row.kind}:{row.target}", {"id": ban_id})
         if self.mirror is not None:
-            field = rules.ban_field(row.kind, row.target)
+            field = rules.ban_field(row.kind, rules.ban_target(row.kind, row.target))
             if others:
                 await self.mirror.put(field, others[-1].encoded())
             else:
@@ -486,7 +499,7 @@ class Moderation:
         if account_id is not None:
             fields.append(rules.ban_field("account", str(account_id)))
         if address:
-            fields.append(rules.ban_field("address", address))
+            fields.append(rules.ban_field("address", rules.address_group(address)))
         if not fields:
             return None
         now = now_ms()
@@ -508,13 +521,13 @@ class Moderation:
                 return values
         async with self.engine.connect() as conn:
             active = await self._active_bans(conn, now_ms())
-        by_field = {rules.ban_field(b.kind, b.target): b.encoded() for b in active}
+        by_field = {
+            rules.ban_field(b.kind, rules.ban_target(b.kind, b.target)): b.encoded() for b in active
+        }
         return [by_field.get(field) for field in fields]
 
     async def _summary(self) -> tuple[Any, ...]:
-        query = sa.select(
-            sa.func.count(), sa.func.max(t.bans.c.id), sa.func.max(t.bans.c.lifted_ms)
-        ).select_from(t.bans)
+        query = sa.select(sa.func.max(t.bans.c.id), sa.func.max(t.bans.c.lifted_ms))
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).one()
         return tuple(row)
@@ -531,7 +544,9 @@ class Moderation:
             active = await self._active_bans(conn, now_ms())
         entries: dict[str, str] = {}
         for ban in active:  # oldest first: the newest ban of a target wins
-            entries[rules.ban_field(ban.kind, ban.target)] = ban.encoded()
+            entries[rules.ban_field(ban.kind, rules.ban_target(ban.kind, ban.target))] = (
+                ban.encoded()
+            )
         await self.mirror.replace(entries, now_ms())
         self._mirrored = summary
         return True
@@ -541,7 +556,64 @@ class Moderation:
         Redis or the database away, raises to the supervisor, which starts it again)."""
         while True:
             await self.sync()
+            await self.expire_account_bans()
             await asyncio.sleep(SYNC_S)
+
+    async def expire_account_bans(self) -> list[str]:
+        """Enable again the accounts whose last ban has expired (their ``disabled_ms``
+        cleared, an audit row ``ban.expired`` by nobody); their usernames. Looks at the
+        account bans that expired since the last pass (EXPIRY_OVERLAP_MS back; at most
+        EXPIRED_READ of them a pass)."""
+        now = now_ms()
+        query = (
+            sa.select(t.bans.c.id, t.bans.c.target, t.bans.c.expires_ms)
+            .where(
+                t.bans.c.kind == "account",
+                t.bans.c.lifted_ms.is_(None),
+                t.bans.c.expires_ms.is_not(None),
+                t.bans.c.expires_ms > self._expired_from,
+                t.bans.c.expires_ms <= now,
+            )
+            .order_by(t.bans.c.expires_ms)
+            .limit(EXPIRED_READ)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        expired: dict[str, list[int]] = {}
+        for row in rows:
+            if str(row.target).isdigit():
+                expired.setdefault(str(row.target), []).append(int(row.id))
+        enabled = [
+            name
+            for target, ids in expired.items()
+            if (name := await self._enable_if_unbanned(int(target), ids, now)) is not None
+        ]
+        if len(rows) == EXPIRED_READ:
+            self._expired_from = int(rows[-1].expires_ms)  # more next pass
+        else:
+            self._expired_from = max(self._expired_from, now - EXPIRY_OVERLAP_MS)
+        return enabled
+
+    async def _enable_if_unbanned(
+        self, account_id: int, ban_ids: list[int], now: int
+    ) -> str | None:
+        """Clear ``account_id``'s ``disabled_ms`` if no ban of it is active; its name if
+        this call enabled it (another node may have done it first)."""
+        async with self.engine.begin() as conn:
+            if await self._active_bans(conn, now, "account", str(account_id)):
+                return None
+            done = await conn.execute(
+                t.accounts.update()
+                .where(t.accounts.c.id == account_id, t.accounts.c.disabled_ms.is_not(None))
+                .values(disabled_ms=None)
+            )
+            if done.rowcount != 1:
+                return None
+            name = await conn.scalar(
+                sa.select(t.accounts.c.username).where(t.accounts.c.id == account_id)
+            )
+            await self._audit(conn, None, "ban.expired", f"account:{name}", {"ids": ban_ids})
+        return str(name)
 
     # -- abandonments ------------------------------------------------------------------
 

@@ -8,15 +8,20 @@ a rated game's change applied exactly once, inside the transaction that archives
   (server/archive/database.py, ``save_many``): first a ``rated_games`` row for the game
   (insert-or-nothing on its id), so a game already applied (a second archiver, a retry
   after a crash) returns the changes stored then and writes nothing; else each account's
-  ``ratings`` row is read (and locked, on PostgreSQL), the game applied
-  (server/ratings/outcome.py), the rows written, one ``rating_history`` row per account
-  appended, and the changes stored on the ``rated_games`` row. Returns ``{"ratings":
-  [SEAT_CHANGE | None, SEAT_CHANGE | None]}`` for the record, or None for a casual game.
-  Rows are locked in the order of the accounts' ids (two nodes archiving games of the
-  same players wait, not deadlock); two games making one account's first rating in a
-  game and speed at once: one insert fails, its transaction is rolled back whole and the
-  archiver writes it again (server/loops/archiver.py). A record that cannot be rated
+  ``ratings`` row is read, the game applied (server/ratings/outcome.py), the rows
+  written, one ``rating_history`` row per account appended, and the changes stored on
+  the ``rated_games`` row. Returns ``{"ratings": [SEAT_CHANGE | None, SEAT_CHANGE |
+  None]}`` for the record, or None for a casual game. A record that cannot be rated
   (one account in both seats, an unknown level) is claimed with no change.
+- ``lock_batch(conn, records)``: first in that transaction (the archive's
+  ``before_batch``), on PostgreSQL: a transaction lock (``pg_advisory_xact_lock``) on
+  every account the batch's rated records name and on each of those games, all taken
+  in one sorted order before anything is applied. Two nodes archiving batches that
+  share players, in any order of games, so wait for each other instead of deadlocking
+  (locking per record, a batch [A-B, C-D] and a batch [C-D, A-B] each held what the
+  other needed next). The locks cover accounts with no ``ratings`` row yet too, so two
+  games making one account's first rating at once are applied one after the other.
+  SQLite has one writer at a time: nothing to lock.
 - ``leaderboard``, ``history``, ``ratings_of``: the bounded reads of
   server/ratings/leaderboard.py (the profiles' one copy of them) at the store's clock.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +133,41 @@ class RatingStore:
         )
         return {"ratings": changes}
 
+    async def lock_batch(self, conn: AsyncConnection, records: list[dict[str, Any]]) -> None:
+        """Lock, in one sorted order, the accounts and games of a batch's rated records
+        (see the module's docstring); nothing on SQLite or for a casual batch."""
+        if conn.dialect.name != "postgresql":
+            return
+        rated = [record for record in records if outcome.is_rated(record)]
+        names = {name for record in rated for name in _names_of(record)}
+        keys = {(GAME_LOCKS, _game_key(str(record.get("id")))) for record in rated}
+        if names:
+            found = await conn.execute(
+                sa.select(accounts.c.id).where(accounts.c.username_key.in_(sorted(names)))
+            )
+            keys |= {(ACCOUNT_LOCKS, int(account)) for account in found.scalars()}
+        for space, key in sorted(keys):
+            await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(space, key)))
+
+
+#: The two key spaces of the ratings' transaction locks (pg_advisory_xact_lock(int, int)).
+ACCOUNT_LOCKS = 2101
+GAME_LOCKS = 2102
+
+
+def _names_of(record: Mapping[str, Any]) -> list[str]:
+    """The lower-case usernames of a rated record's accounts' seats."""
+    players = record.get("players")
+    if not isinstance(players, list):
+        return []
+    names = [outcome.account_name(seat) for seat in players if isinstance(seat, Mapping)]
+    return [name.lower() for name in names if name is not None][:2]
+
+
+def _game_key(game_id: str) -> int:
+    """A game's lock key: a signed 32-bit number from its id."""
+    return zlib.crc32(game_id.encode()) - 2**31
+
 
 @dataclass(frozen=True, slots=True)
 class RatedGame:
@@ -210,8 +251,8 @@ async def _account_id(conn: AsyncConnection, username: str) -> int | None:
 async def _seats(conn: AsyncConnection, game: RatedGame) -> list[Seat]:
     """What each seat is for the rating: the AI, an account (its rating grown to the
     game's end), or a vanished account. Accounts' rows are read (and on PostgreSQL
-    locked) in the order of their ids, so two games of the same players written at once
-    by two nodes wait for each other instead of deadlocking."""
+    locked) in the order of their ids; the batch's transaction locks
+    (:meth:`RatingStore.lock_batch`) were taken before, so no other batch holds them."""
     ids: list[int | None] = []
     for seat in game.seats:
         name = outcome.account_name(seat)

@@ -15,7 +15,9 @@ Rules (decided here, pure: :func:`window`, :func:`may_pair`, :func:`choose_pairs
   blocks the other;
 - of the pairs that may be made, the closest ratings first (ties: whoever has waited
   longest), each player once;
-- one entry per connection (``pool/already``: leave first), at most PER_ADDRESS entries
+- one entry per connection and per player (an account, or a guest's key, on any node:
+  ``pool/already``, leave first), and each player in one pair of a tick at most (entries
+  made before this rule); at most PER_ADDRESS entries
   per address, PER_POOL per pool and TOTAL in all (``pool/full``); an entry goes when its
   connection leaves the pool or closes, or when its node dies (its heartbeat), and is
   never paired after;
@@ -125,11 +127,23 @@ def choose_pairs(
     taken: set[str] = set()
     pairs = []
     for _, _, first, second in sorted(candidates):
-        if first in taken or second in taken:
+        who = identities(by_id[first]) | identities(by_id[second])
+        if who & taken:
             continue
-        taken |= {first, second}
+        taken |= who
         pairs.append((by_id[first], by_id[second]))
     return pairs
+
+
+def identities(waiting: Waiting) -> set[str]:
+    """Who an entry is: the entry, and its player and account when known (one player
+    with two entries is paired once)."""
+    who = {f"entry:{waiting.id}"}
+    if waiting.player is not None:
+        who.add(f"player:{waiting.player}")
+    if waiting.account_id is not None:
+        who.add(f"account:{waiting.account_id}")
+    return who
 
 
 def pool_name(game: str, clock: dict[str, int] | None, rated: bool) -> str:
@@ -237,7 +251,9 @@ class Pool:
 
     def _refusal(self, status: str) -> ProtocolError:
         if status == "already":
-            return ProtocolError("pool/already", "this connection waits in a pool already")
+            return ProtocolError(
+                "pool/already", "you wait in a pool already (here or in another tab): leave first"
+            )
         limits = self.limits
         if status == "address_full":
             text = f"at most {limits.per_address} players of one address may wait in pools"
@@ -344,7 +360,12 @@ class Pool:
 
     async def _make(self, first: dict[str, Any], second: dict[str, Any]) -> int:
         """Take ``first`` and ``second`` out of the pool, make their room and tell their
-        nodes; 1 if this node made it, 0 if another node took either first."""
+        nodes; 1 if this node made it, 0 if another node took either first (or either
+        player was banned since joining: that entry is taken out, the other waits on)."""
+        for entry in (first, second):
+            if await seekers.banned_since(self.gate, entry):
+                await self.board.leave(str(entry.get("conn")), [str(entry.get("id"))])
+                return 0
         taken = await self.board.take(str(first["id"]), str(second["id"]))
         if taken is None:
             return 0

@@ -11,14 +11,18 @@ passes through: the room service retries on it.
 
 from __future__ import annotations
 
+import logging
 from functools import cached_property
 from typing import Any
 
 from kibitz.server.domain.room import Presence, Room, RoomError, is_aborted
 from kibitz.shared.bus import store as bus
+from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.playing import PlayerRooms
 from kibitz.shared.bus.store import AiGames, AiGamesMode, PresenceCounts, RoomCommit
 from kibitz.shared.protocol.jobs import Job
+
+log = logging.getLogger(__name__)
 
 #: A signed-in creator's room owner is this and the account's id (a guest's: the address):
 #: the AI game cap and the fair AI queue count per account then.
@@ -118,15 +122,17 @@ def room_commit(
 
 
 def seated_players(room: Room, expected_version: int, present: int | None) -> list[str]:
-    """The player ids a change seats in an unfinished room: every human seat's of a new
-    room, the just-seated one's of a join; for the per-player index of rooms (profiles)."""
+    """The player ids a change seats in an unfinished room, for the per-player index of
+    rooms (profiles): every account's seat of a new room, the just-seated one's of a join.
+    Only accounts' seats (their account's player id): a guest's player key is made up at
+    will, and noting it would let anyone fill Redis with keys."""
     if room.status == "over":
         return []
     seats = range(len(room.seats)) if expected_version < 0 else [] if present is None else [present]
     return [
         player
         for i in seats
-        if room.seats[i].kind == "human" and (player := room.seats[i].player) is not None
+        if room.seats[i].account_id is not None and (player := room.seats[i].player) is not None
     ]
 
 
@@ -186,22 +192,31 @@ class RoomStore(bus.RoomStore):
         ai_games_lib.lua); a job that does not fit in the fair queue
         refuses the whole change (RoomError ``server/busy``). Refused means unwritten.
 
-        The players a change seats (:func:`seated_players`) are noted in the per-player
-        index of rooms (:class:`~kibitz.shared.bus.playing.PlayerRooms`) before it.
+        The accounts a change seats (:func:`seated_players`) are noted in the per-player
+        index of rooms (:class:`~kibitz.shared.bus.playing.PlayerRooms`) once it is
+        written (a refused change notes nothing; a failed note is logged, the change
+        stands: the index only feeds profiles).
         """
         plan = room_commit(
             room, expected_version, event, snapshot, job, ai_games_limit, deadline, present,
             ai_games_grace_ms,
         )  # fmt: skip
-        seated = seated_players(room, expected_version, present)
-        if seated:  # noted first: the index may name a room not made, never miss one made
-            await self.playing.seated(room.id, seated, room.updated_ms)
         try:
-            return _presence(await self.commit_plan(plan))
+            presence = _presence(await self.commit_plan(plan))
         except bus.AiGamesLimit as exc:
             raise ai_games_refusal(room.owner or "", exc, ai_games_grace_ms) from None
         except bus.QueueFull:
             raise RoomError("server/busy", "the AI queue is full; try again in a moment") from None
+        await self._note_seated(room, seated_players(room, expected_version, present))
+        return presence
+
+    async def _note_seated(self, room: Room, players: list[str]) -> None:
+        if not players:
+            return
+        try:
+            await self.playing.seated(room.id, players, room.updated_ms)
+        except (BusError, OSError) as exc:
+            log.warning("could not note the players of room %s: %s", room.id, exc)
 
     async def publish_presence(
         self, room: Room, snapshot: dict[str, Any], leaving: int | None = None

@@ -91,6 +91,13 @@ class SeatRatings(Protocol):
     async def seat_rating(self, account_id: int, game: str, speed: str) -> tuple[int, bool]: ...
 
 
+class Bans(Protocol):
+    """Whether an account is banned (the moderation service, server/moderation/): the
+    refusal, or None."""
+
+    async def banned(self, account_id: int | None, address: str | None) -> str | None: ...
+
+
 Decision = tuple[Room, Event, Any]
 ResultOutcome = Literal["applied", "fallback", "ignored"]  # new room, event, new game state
 
@@ -135,6 +142,9 @@ class RoomService:
         #: The rating store seats read their ratings from, set by the composition root
         #: (server/node.py); None: signed-in seats show their accounts without ratings.
         self.ratings: SeatRatings | None = None
+        #: Checked when a rematch is agreed: a player banned since is not given a new game
+        #: (set by server/node.py; None: no check).
+        self.bans: Bans | None = None
 
     # -- the server clock ----------------------------------------------------------------
     def clock_ms(self) -> int:
@@ -495,6 +505,7 @@ class RoomService:
         fresh, created = rooms.rematch_room(agreed, now_ms())
         if await self.store.version(fresh.id) is not None:
             return  # another node (or an earlier try) made it for the same agreement
+        await self._refuse_banned(fresh)
         fresh = await self._rerated(fresh)
         fresh_state = find_game(fresh.game).parse_position(fresh.start)
         counted = await self.count_room(agreed.owner)
@@ -506,6 +517,14 @@ class RoomService:
         except RoomError:  # refused, so unwritten (a Redis error may have written it)
             await self.uncount_room(counted)
             raise
+
+    async def _refuse_banned(self, room: Room) -> None:
+        """``auth/banned`` if a signed-in player of ``room`` is banned now."""
+        for seat in room.seats:
+            if self.bans is not None and seat.account_id is not None:
+                refusal = await self.bans.banned(seat.account_id, None)
+                if refusal is not None:
+                    raise RoomError("auth/banned", "no rematch: a player of this game is banned")
 
     async def abort(self, msg: Abort) -> Room:
         return await self._by_seat(msg.room, msg.token, rooms.abort)

@@ -8,6 +8,8 @@ server/services/pool.py) share these decisions:
 - a player who abandoned games waits before seeking again (``seek/penalty``, with
   ``wait_ms``; the rule is the moderation service's, server/moderation/);
 - two accounts of which one blocks the other are never brought together (``seek/blocked``);
+- a player banned since they posted a seek or joined the pool is not given the game: the
+  seek is withdrawn (its acceptor told ``auth/banned``), the pool entry taken out;
 - an acceptor's rating must lie in the seek's range (``seek/out_of_range``).
 
 A seeker's rating is the seat rating of the room they would play in (the room service's
@@ -74,6 +76,7 @@ class Gate(Protocol):
 
     async def blocked(self, a: int | None, b: int | None) -> bool: ...
     async def seek_wait_ms(self, account_id: int | None) -> int: ...
+    async def banned(self, account_id: int | None, address: str | None) -> str | None: ...
 
 
 class Holders(Protocol):
@@ -186,6 +189,21 @@ async def check_not_blocked(gate: Gate | None, a: int | None, b: int | None) -> 
         raise unavailable() from None
     if blocked:
         raise ProtocolError("seek/blocked", "you cannot play this player (a block between you)")
+
+
+async def banned_since(gate: Gate | None, facts: dict[str, Any]) -> bool:
+    """Whether the player who posted a seek or joined the pool (its stored ``facts``:
+    ``account_id``, ``address``) has been banned since: their seek may not be accepted,
+    nor their entry paired."""
+    if gate is None:
+        return False
+    account_id, address = facts.get("account_id"), facts.get("address")
+    account_id = account_id if isinstance(account_id, int) else None
+    address = address if isinstance(address, str) else None
+    try:
+        return await gate.banned(account_id, address) is not None
+    except (SQLAlchemyError, OSError):
+        raise unavailable() from None
 
 
 def in_range(rating: int, rating_range: Any) -> bool:

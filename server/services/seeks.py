@@ -189,6 +189,8 @@ class Seeks:
             options = dict(game.normalize_options(message.options))
         except GameError as exc:
             raise RoomError(exc.code, str(exc)) from None
+        if message.rated:
+            rooms.check_rated_options(game, options)  # room/rated: only the defaults
         seeker = await seekers.seeker(
             self.service, session.account, message.player_key, game.name, message.clock,
             message.rated,
@@ -257,6 +259,9 @@ class Seeks:
         player = account.player_id if account else seekers.guest_player(message.player_key)
         if seek.get("conn") == session.id or (player is not None and seek.get("player") == player):
             raise ProtocolError("seek/own", "that is your own seek; unseek it instead")
+        if await seekers.banned_since(self.gate, seek):  # withdrawn: nobody may take it
+            await self.board.remove(str(seek.get("conn")), [message.seek])
+            raise ProtocolError("auth/banned", "this seek's player is banned; it is withdrawn")
         rated, rating_range = bool(seek.get("rated")), seek.get("rating_range")
         if account is None and (rated or rating_range is not None):
             raise ProtocolError(

@@ -148,6 +148,9 @@ def player_rooms_key(player: str) -> str:
 # --- the quick pairing pool (shared/bus/pool.py, server/services/pool.py) ------------------
 POOL = PREFIX + "pool"  # hash: entry id -> one player waiting in a pool (JSON)
 POOL_CHANNEL = PREFIX + "pool:events"  # a pairing, to the nodes of the two players
+#: sorted set: entry id -> when (ms) its connection left it while it was out being paired;
+#: such an entry is not put back (kept POOL_GONE_KEEP_MS, at most POOL_GONE_MOST ids).
+POOL_GONE = PREFIX + "pool:gone"
 
 # --- moderation (shared/bus/bans.py) -------------------------------------------------------
 BANS = PREFIX + "bans"  # hash: "account:ID" / "address:ADDR" -> the active ban (JSON)

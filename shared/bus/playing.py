@@ -4,12 +4,13 @@ Who counts as playing where is decided by the server (``server/http/players.py``
 each room it reads here against the room itself); this module keeps the index:
 
 - ``player:{id}:rooms``  sorted set: room id -> when the player was seated there (ms).
-                         Written when a room seats the player (created, joined, an
-                         accepted seek, a rematch), before the room's commit, so it may
-                         name a room that was then not made, or has ended since: readers
-                         check, and drop what is stale (:meth:`PlayerRooms.drop`). Bound:
-                         the newest ``MAX_ROOMS``; entries older than ``TTL_MS`` are
-                         dropped, and the key expires ``TTL_MS`` after the last seating.
+                         Only accounts' player ids (the server notes signed-in seats
+                         only). Written when a room seats the player (created, joined,
+                         an accepted seek, a rematch), after the room's commit; it may
+                         name a room that has ended or expired since: readers check, and
+                         drop what is stale (:meth:`PlayerRooms.drop`). Bound: the newest
+                         ``MAX_ROOMS``; entries older than ``TTL_MS`` are dropped, and the
+                         key expires ``TTL_MS`` after the last seating.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
 
 MAX_ROOMS = 50  # rooms kept per player (the newest)
-TTL_MS = 30 * 86_400_000  # an entry (and the key) lives this long after the seating
+#: An entry (and the key) lives this long after the seating: no longer than an unfinished
+#: room nobody plays in lives (the idle-game limit, server/loops/archiver.py).
+TTL_MS = 3 * 86_400_000
 
 
 class PlayerRooms:

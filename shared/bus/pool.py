@@ -9,7 +9,12 @@ exactly one gets a given player.
                    name), node, connection and address, and what the pairing reads.
                    Every pool's entries are in this one hash. An entry whose node's
                    heartbeat is gone no longer counts and is pruned. Bounded by
-                   :meth:`PoolBoard.join`'s limits (per address, per pool, in all).
+                   :meth:`PoolBoard.join`'s limits (per address, per pool, in all). One
+                   entry per connection and per player (an account's or a guest key's
+                   player id, whatever its connections).
+- ``pool:gone``    sorted set: entry id -> when (ms) its connection left the pool while
+                   the entry was out being paired; :meth:`PoolBoard.restore` does not put
+                   such an entry back. Kept GONE_KEEP_MS, at most GONE_MOST ids.
 - ``pool:events``  pub/sub: a pairing, told to the node of each of the two players
                    (:meth:`PoolBoard.announce`; the payload is the seeks channel's
                    ``accepted`` event, its ``seek`` field the entry id).
@@ -25,6 +30,10 @@ import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
+
+#: How long (ms) and how many ids of entries left while out being paired are kept.
+GONE_KEEP_MS = 120_000
+GONE_MOST = 10_000
 
 JoinStatus = Literal["joined", "address_full", "pool_full", "already", "all_full"]
 _JOIN_STATUS: dict[int, JoinStatus] = {
@@ -49,8 +58,8 @@ class PoolLimits:
 @dataclass(frozen=True, slots=True)
 class Joined:
     """A join: ``joined``, or why not (``address_full``, ``pool_full``, ``already``: the
-    connection waits in a pool already, ``all_full``); ``waiting``: the players in that
-    pool then (this one included when joined)."""
+    connection or the player waits in a pool already, ``all_full``); ``waiting``: the
+    players in that pool then (this one included when joined)."""
 
     status: JoinStatus
     waiting: int
@@ -65,11 +74,14 @@ class PoolBoard:
         self._leave = redis.register_script(source("pool_leave"))
         self._live = redis.register_script(source("pool_live"))
         self._take = redis.register_script(source("pool_take"))
+        self._restore = redis.register_script(source("pool_restore"))
 
     async def join(self, entry: dict[str, Any], limits: PoolLimits) -> Joined:
-        """Add ``entry`` (a dict with ``id``, ``pool``, ``node``, ``conn`` and ``address``)
-        unless its connection waits already or a limit is reached (then nothing changes
-        but the pruning of dead nodes' entries)."""
+        """Add ``entry`` (a dict with ``id``, ``pool``, ``node``, ``conn``, ``address`` and
+        ``player``, None for a guest without a key) unless its connection or its player
+        waits already or a limit is reached (then nothing changes but the pruning of dead
+        nodes' entries)."""
+        player = entry.get("player")
         reply: Any = await self._join(
             keys=[keys.POOL],
             args=[
@@ -82,6 +94,7 @@ class PoolBoard:
                 limits.per_pool,
                 limits.total,
                 keys.NODES,
+                player if isinstance(player, str) else "",
             ],
         )
         status, waiting = reply
@@ -89,10 +102,13 @@ class PoolBoard:
 
     async def leave(self, conn: str, entry_ids: list[str]) -> int:
         """Take out those of ``entry_ids`` that connection ``conn`` put in; how many went
-        (0 when they were paired already)."""
+        (0 when they were paired already). An id not there (out being paired) is noted,
+        so that :meth:`restore` does not put it back."""
         if not entry_ids:
             return 0
-        reply: Any = await self._leave(keys=[keys.POOL], args=[conn, *entry_ids])
+        reply: Any = await self._leave(
+            keys=[keys.POOL, keys.POOL_GONE], args=[conn, GONE_KEEP_MS, GONE_MOST, *entry_ids]
+        )
         return int(reply)
 
     async def live(self) -> list[dict[str, Any]]:
@@ -116,11 +132,14 @@ class PoolBoard:
             return None
         return json.loads(reply[1]), json.loads(reply[2])
 
-    async def restore(self, entries: list[dict[str, Any]]) -> None:
-        """Put taken entries back (their pairing could not make a room)."""
-        if entries:
-            mapping = {e["id"]: json.dumps(e, separators=(",", ":")) for e in entries}
-            await self._redis.hset(keys.POOL, mapping=mapping)
+    async def restore(self, entries: list[dict[str, Any]]) -> int:
+        """Put taken entries back (their pairing could not make a room), but not one
+        whose connection left while it was out (see :meth:`leave`); how many went back."""
+        if not entries:
+            return 0
+        args = [part for e in entries for part in (e["id"], json.dumps(e, separators=(",", ":")))]
+        reply: Any = await self._restore(keys=[keys.POOL, keys.POOL_GONE], args=args)
+        return int(reply)
 
     async def announce(self, event: dict[str, Any]) -> None:
         """Publish ``event`` on the pool's channel (every node hears it)."""

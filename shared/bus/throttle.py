@@ -1,6 +1,10 @@
 """Throttles counted in Redis, the same for every node: failed log-ins per username and
-per address, sign-ups per address (the limits are the server's: NodeConfig, and
-server/http/auth.py decides what is counted when).
+per address, password checks per address, sign-ups per address (the limits are the
+server's: NodeConfig, and server/http/auth.py decides what is counted when).
+
+An attempt is counted BEFORE the work it pays for (``reserve``), atomically per counter,
+so attempts made at the same moment cannot all slip under the limit; an attempt that
+turns out not to count (a log-in that succeeded) is given back (``give_back``).
 
 - ``throttle:{what}:{subject}``  string: the count in a fixed window that starts at its
   first count; it expires with the window (PEXPIRE set on the first count, and set again
@@ -48,15 +52,19 @@ class Throttle:
         )
         return int(str(reply))
 
-    async def check(self, counters: Sequence[Counter]) -> int:
-        """The ms until every counter at its limit has reset (0: none is)."""
-        waits = await asyncio.gather(*(self._run(c, "check") for c in counters))
-        return max(waits, default=0)
-
     async def take(self, counter: Counter) -> int:
         """Count one unless at the limit: 0 if counted, else the ms to wait."""
         return await self._run(counter, "take")
 
-    async def add(self, counters: Sequence[Counter]) -> None:
-        """Count one on each counter (a failure)."""
-        await asyncio.gather(*(self._run(c, "add") for c in counters))
+    async def reserve(self, counters: Sequence[Counter]) -> int:
+        """Count one on every counter, or on none: 0 if counted, else the ms until the
+        fullest has room (the ones counted meanwhile are given back)."""
+        waits = await asyncio.gather(*(self._run(c, "take") for c in counters))
+        if not any(waits):
+            return 0
+        await self.give_back([c for c, wait in zip(counters, waits, strict=True) if not wait])
+        return max(waits)
+
+    async def give_back(self, counters: Sequence[Counter]) -> None:
+        """Uncount one reserved on each counter (an attempt that does not count)."""
+        await asyncio.gather(*(self._run(c, "give") for c in counters))

@@ -4,7 +4,9 @@
 - Session fixation: a session id planted in the victim's browser before they log in is
   never the session they get (a new one each log-in, the planted one ended).
 - Brute force: guessing one account's password is throttled (429, even the right
-  password waits), from one address or from many.
+  password waits), from one address or from many, one guess after another or all at
+  once (each attempt is counted before its password is checked), at log-in and at the
+  change of password (its current password is a guess like any other).
 - SQL-injection-shaped usernames are refused at sign-up and are merely wrong at log-in;
   the accounts table is unharmed.
 - Look-alike names: another case, Cyrillic or fullwidth letters, invisible characters
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 import uuid
@@ -71,6 +74,41 @@ async def test_guessing_a_password_is_throttled(node: ServerProcess) -> None:
         statuses.append((await Web(node.http_url).login(name, guess)).status)
     assert statuses[:ACCOUNT_FAILURES] == [401] * ACCOUNT_FAILURES
     assert statuses[ACCOUNT_FAILURES:] == [429] * 5  # the right guess among them too
+
+
+async def test_simultaneous_guesses_are_throttled_too(node: ServerProcess) -> None:
+    name = fresh_name()
+    await Web(node.http_url).signup(name)
+    guesses = [Web(node.http_url).login(name, f"guess {i:04d}") for i in range(40)]
+    statuses = [reply.status for reply in await asyncio.gather(*guesses)]
+    assert set(statuses) <= {401, 429}, statuses
+    assert statuses.count(401) <= ACCOUNT_FAILURES, statuses
+    assert (await Web(node.http_url).login(name)).status == 429  # even the right one waits
+
+
+async def test_a_success_gives_its_attempt_back(node: ServerProcess) -> None:
+    name = fresh_name()
+    await Web(node.http_url).signup(name)
+    for _ in range(ACCOUNT_FAILURES - 1):
+        assert (await Web(node.http_url).login(name, "wrong guess")).status == 401
+    assert (await Web(node.http_url).login(name)).status == 200
+    assert (await Web(node.http_url).login(name, "wrong guess")).status == 401
+    assert (await Web(node.http_url).login(name, "wrong guess")).status == 429
+
+
+async def test_guessing_the_current_password_is_throttled(node: ServerProcess) -> None:
+    web = Web(node.http_url)
+    name = fresh_name()
+    await web.signup(name)
+    statuses = []
+    for i in range(ACCOUNT_FAILURES + 1):
+        body = {"password": f"guess {i:04d}", "new_password": "a new password"}
+        statuses.append((await web.post("/api/auth/password", body)).status)
+    assert statuses == [401] * ACCOUNT_FAILURES + [429], statuses
+    # The same count as log-ins: the right password waits as well, here and there.
+    right = {"password": PASSWORD, "new_password": "a new password"}
+    assert (await web.post("/api/auth/password", right)).code == "auth/throttled"
+    assert (await Web(node.http_url).login(name)).status == 429
 
 
 async def test_injection_shaped_usernames(node: ServerProcess) -> None:

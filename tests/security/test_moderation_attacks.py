@@ -220,3 +220,25 @@ async def test_a_cross_site_ban_request_is_refused(server: ServerProcess, databa
     )
     assert (status, answer["code"]) == (403, "auth/csrf")
     assert await audit_count(database) == before
+
+
+BAD_IDS = ["0", "-1", "1.5", "x", "²", "١٢", "１", "2147483648", "9" * 30, "1e3"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+async def test_bad_ids_in_paths_are_a_typed_400(
+    server: ServerProcess, database: str, bad: str
+) -> None:
+    """Path ids are ASCII digits up to 2^31-1: anything else is 400 ``mod/invalid``
+    (never a 500 from a number the database cannot hold), and changes nothing."""
+    name, cookie = await signup(server, "idadmin")
+    assert admin(database, "grant", name, "admin").returncode == 0
+    before = await audit_count(database)
+    for method, path, body in (
+        ("DELETE", f"/api/mod/bans/{bad}", None),
+        ("POST", f"/api/mod/reports/{bad}/close", {"resolution": "x"}),
+        ("GET", f"/api/mod/audit?limit={bad}", None),
+    ):
+        status, answer, _ = await call(server, method, path, cookie, body)
+        assert status == 400 and answer["code"] == "mod/invalid", (path, status, answer)
+    assert await audit_count(database) == before

@@ -69,6 +69,27 @@ def test_a_rated_room_starts_from_the_initial_position() -> None:
     assert refused.value.code == "room/rated"
 
 
+def test_a_rated_room_is_played_with_the_default_options() -> None:
+    """Options make another game (one match to take: a sure win against the AI): a
+    rated room takes only its game's defaults, given or not; a casual one any."""
+    anchor = level_rating("matches", 8)
+    for options in ({"count": 2}, {"variant": "double"}, {"count": 20, "variant": "double"}):
+        with pytest.raises(RoomError) as refused:
+            rooms.create_room(
+                "r1", "matches", options, "ai:8", 0, None, "tok", now_ms=1,
+                rated=True, holder=ANN, ai_rating=anchor,
+            )  # fmt: skip
+        assert refused.value.code == "room/rated"
+        casual, _, _ = rooms.create_room("r1", "matches", options, "ai:8", 0, None, "t", 1)
+        assert not casual.rated
+    for options in ({}, {"count": 20}, {"count": 20, "variant": "standard"}):
+        room, _, _ = rooms.create_room(
+            "r1", "matches", options, "ai:8", 0, None, "tok", now_ms=1,
+            rated=True, holder=ANN, ai_rating=anchor,
+        )  # fmt: skip
+        assert room.rated and room.options == {"count": 20, "variant": "standard"}
+
+
 def test_a_signed_in_seat_plays_under_its_account() -> None:
     room = rated_room()
     seat = room.seats[0]
@@ -164,6 +185,45 @@ def test_a_rematch_of_a_rated_game_is_rated_with_the_same_accounts_swapped() -> 
     fresh, _ = rooms.rematch_room(agreed, 6)
     assert fresh.rated and [s.account for s in fresh.seats] == ["bob", "Ann"]
     assert [s.account_id for s in fresh.seats] == [2, 1]
+
+
+def played(room: Room, moves: list[tuple[int, str]]) -> Room:
+    for now, (seat, move) in enumerate(moves, start=10):
+        room, _, _ = rooms.play_move(room, seat, move, None, now_ms=now)
+    return room
+
+
+def test_an_abandoned_rated_game_is_lost_by_the_side_to_move() -> None:
+    """Leaving a lost rated game is no way to a draw: the side to move (the one that
+    stopped) loses it; a casual game abandoned stays a game with no winner."""
+    room, _, _ = rooms.join_room(rated_room(), None, None, "tok-b", now_ms=2, holder=BOB)
+    room = played(room, [(0, "5"), (1, "1"), (0, "9")])  # O (bob, seat 1) to move
+    over, event = rooms.abandon(room, now_ms=99)
+    assert over.status == "over" and event.kind == "over"
+    assert over.result == {"winner": 0, "reason": "O abandoned the game", "termination": "abandon"}
+    assert not rooms.is_aborted(over)
+    assert records.record_of(over, [])["result"]["winner"] == 0
+    casual, _, _ = rooms.create_room("r2", "tictactoe", {}, "human", 0, "a", "tok-a", now_ms=1)
+    casual, _, _ = rooms.join_room(casual, None, "b", "tok-b", now_ms=2)
+    casual = played(casual, [(0, "5"), (1, "1"), (0, "9")])
+    assert rooms.abandon(casual, now_ms=99)[0].result == {
+        "winner": None, "reason": "abandoned", "termination": "abandon"
+    }  # fmt: skip
+
+
+def test_an_abandoned_rated_game_against_the_ai_is_lost_by_the_human() -> None:
+    room = played(rated_room("ai:8", ai_rating=level_rating("tictactoe", 8)), [(0, "5")])
+    room, _, _ = rooms.play_move(room, 1, "1", None, now_ms=20)  # the AI answers
+    over, _ = rooms.abandon(room, now_ms=99)
+    assert over.result is not None and over.result["winner"] == 1
+    assert over.result["termination"] == "abandon"
+
+
+def test_a_rated_game_nobody_moved_in_is_aborted_not_lost() -> None:
+    room, _, _ = rooms.join_room(rated_room(), None, None, "tok-b", now_ms=2, holder=BOB)
+    over, event = rooms.abandon(room, now_ms=99)
+    assert event.kind == "abort" and rooms.is_aborted(over)
+    assert over.result is not None and over.result["winner"] is None
 
 
 def test_the_record_and_the_live_list_carry_rated_and_the_accounts() -> None:
@@ -440,3 +500,21 @@ async def test_a_bad_rated_value_is_refused_and_nothing_is_made(
         assert [r["room"] for r in after] == [r["room"] for r in before]
         assert gil.tokens == {}
         await gil.request({"type": "ping"})  # the connection is still open
+
+
+async def test_rated_creates_and_seeks_with_other_options_are_refused(
+    rated_server: ServerProcess,
+) -> None:
+    base = rated_server.http_url
+    cookie = await signup(base, unique("opt"))
+    async with signed_in(base, cookie) as player:
+        for message in (
+            {"type": "create", "game": "matches", "options": {"count": 2}, "opponent": "ai:8"},
+            {"type": "seek", "game": "matches", "options": {"count": 2}},
+        ):
+            with pytest.raises(ServerError) as refused:
+                await player.request({**message, "rated": True})
+            assert refused.value.code == "room/rated", message
+        seat = await create(player, game="matches", opponent="ai:8", rated=True)
+        snap = await player.wait_state(seat["room"], lambda s: s["status"] == "playing")
+        assert snap["options"] == {"count": 20, "variant": "standard"}

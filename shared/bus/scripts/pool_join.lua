@@ -11,11 +11,14 @@
 -- ARGV[7]  the most entries one pool may have
 -- ARGV[8]  the most entries of all pools together
 -- ARGV[9]  the node heartbeat key prefix (keys.NODES)
+-- ARGV[10] the player's id (an account's player id, a guest's from its key); '' for a
+--          guest without a key (known by its connection only)
 --
 -- Prunes the entries of dead nodes (and any entry that is not one), then counts. Returns
 -- {status, players waiting in that pool}: status 1 joined; -1 the address has too many
--- entries; -2 the pool is full; -3 the connection is in a pool already; -4 all pools are
--- full. Refused, nothing changes but the pruning.
+-- entries; -2 the pool is full; -3 the connection, or the player (another tab, another
+-- node), is in a pool already; -4 all pools are full. Refused, nothing changes but the
+-- pruning.
 --
 -- Known exception for the cluster issue: this script reads keys it is not handed, the
 -- heartbeat keys ARGV[9] .. entry['node'] of the entries' nodes.
@@ -26,7 +29,7 @@ local function live(node)
   end
   return alive[node]
 end
-local by_address, in_pool, total, same_conn = 0, 0, 0, false
+local by_address, in_pool, total, already = 0, 0, 0, false
 local entries = redis.call('HGETALL', KEYS[1])
 for i = 1, #entries, 2 do
   local ok, entry = pcall(cjson.decode, entries[i + 1])
@@ -37,10 +40,11 @@ for i = 1, #entries, 2 do
     total = total + 1
     if entry['address'] == ARGV[3] then by_address = by_address + 1 end
     if entry['pool'] == ARGV[4] then in_pool = in_pool + 1 end
-    if entry['conn'] == ARGV[5] then same_conn = true end
+    if entry['conn'] == ARGV[5] then already = true end
+    if ARGV[10] ~= '' and entry['player'] == ARGV[10] then already = true end
   end
 end
-if same_conn then return {-3, in_pool} end
+if already then return {-3, in_pool} end
 if by_address >= tonumber(ARGV[6]) then return {-1, in_pool} end
 if in_pool >= tonumber(ARGV[7]) then return {-2, in_pool} end
 if total >= tonumber(ARGV[8]) then return {-4, in_pool} end

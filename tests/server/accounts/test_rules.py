@@ -14,11 +14,12 @@ from kibitz.server.accounts.credentials import (
     token_shaped,
 )
 from kibitz.server.accounts.names import check_username, username_key
-from kibitz.server.gateway.csrf import cross_site, sent_origin
+from kibitz.server.gateway.csrf import cookie_trusted, cross_site, sent_origin
 
 OWN = frozenset({"http://127.0.0.1:8000", "https://play.example"})
 ALLOWED = frozenset({"https://friend.example", "*"})
 COOKIE = {"Cookie": "theme=dark; kibitz_session=" + "a" * 43}
+TOKEN = "Bearer kbz_" + "A" * 32
 
 
 @pytest.mark.parametrize(
@@ -38,7 +39,11 @@ COOKIE = {"Cookie": "theme=dark; kibitz_session=" + "a" * 43}
         ("POST", {"Referer": "javascript:alert(1)", **COOKIE}, True),
         ("POST", COOKIE, True),  # neither header, with the cookie
         ("POST", {}, False),  # neither, no cookie: acts for nobody
-        ("POST", {"Authorization": "Bearer kbz_x", "Origin": "https://evil.example"}, False),
+        ("POST", {"Authorization": TOKEN, "Origin": "https://evil.example", **COOKIE}, False),
+        # Only a well-formed API token passes unchecked (it alone is then read).
+        ("POST", {"Authorization": "Bearer kbz_x", "Origin": "https://evil.example"}, True),
+        ("POST", {"Authorization": "Bearer nonsense", **COOKIE}, True),
+        ("POST", {"Authorization": "Basic a2I6eg==", "Origin": "https://evil.example"}, True),
     ],
 )
 def test_the_cross_site_rule(method: str, headers: dict[str, str], refused: bool) -> None:
@@ -48,6 +53,20 @@ def test_the_cross_site_rule(method: str, headers: dict[str, str], refused: bool
 def test_a_wildcard_allowed_origin_does_not_open_the_cookie() -> None:
     headers = {"Origin": "https://any.example", **COOKIE}
     assert cross_site("POST", headers, OWN, frozenset({"*"})) is not None
+
+
+@pytest.mark.parametrize(
+    ("headers", "trusted"),
+    [
+        ({"Origin": "https://play.example", **COOKIE}, True),
+        ({"Origin": "https://friend.example", **COOKIE}, True),
+        ({"Origin": "https://any.example", **COOKIE}, False),  # only "*" lets it in
+        ({"Origin": "null", **COOKIE}, False),
+        (COOKIE, True),  # no Origin: no browser's page
+    ],
+)
+def test_which_sockets_may_use_the_cookie(headers: dict[str, str], trusted: bool) -> None:
+    assert cookie_trusted(headers, OWN, ALLOWED) == trusted
 
 
 def test_the_origin_of_a_referer() -> None:

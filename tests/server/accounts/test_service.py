@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -12,11 +13,13 @@ import sqlalchemy as sa
 from kibitz.server.accounts.credentials import digest
 from kibitz.server.accounts.errors import AccountError
 from kibitz.server.accounts.service import AccountService
+from kibitz.server.accounts.tokens import TOKENS_PER_DAY
 from kibitz.server.archive.database import Archive
-from kibitz.server.archive.tables import accounts, sessions
+from kibitz.server.archive.tables import accounts, sessions, tokens
 from kibitz.shared.protocol.client_in import player_id
 
 PASSWORD = "correct horse"
+DAY_MS = 86_400_000
 
 
 def name() -> str:
@@ -204,3 +207,37 @@ async def test_identify_reads_token_then_cookie(service: AccountService) -> None
         with pytest.raises(AccountError) as refused:
             await service.identify(headers, "play")
         assert refused.value.code == code
+
+
+async def test_tokens_revoked_long_ago_go_when_one_is_made(
+    service: AccountService, archive: Archive
+) -> None:
+    account = await service.signup(name(), PASSWORD)
+    made = [(await service.tokens.create(account, f"t{i}", ("read",)))[1]["id"] for i in range(3)]
+    for token_id in made:
+        assert await service.tokens.revoke(account.id, token_id)
+    long_ago = int(time.time() * 1000) - 31 * DAY_MS
+    async with archive.engine.begin() as conn:  # two were revoked 31 days ago
+        await conn.execute(
+            sa.update(tokens).where(tokens.c.id.in_(made[:2])).values(revoked_ms=long_ago)
+        )
+    await service.tokens.create(account, "new", ("read",))
+    async with archive.engine.connect() as conn:
+        left = await conn.scalars(
+            sa.select(tokens.c.id).where(tokens.c.account_id == account.id).order_by(tokens.c.id)
+        )
+        ids = list(left)
+    assert made[0] not in ids and made[1] not in ids
+    assert made[2] in ids and len(ids) == 2  # revoked lately: kept, with the new one
+
+
+async def test_an_account_makes_at_most_so_many_tokens_a_day(service: AccountService) -> None:
+    account = await service.signup(name(), PASSWORD)
+    for i in range(TOKENS_PER_DAY):
+        _, listed = await service.tokens.create(account, f"t{i}", ("read",))
+        assert await service.tokens.revoke(account.id, listed["id"])  # revoking gives none back
+    with pytest.raises(AccountError) as refused:
+        await service.tokens.create(account, "one more", ("read",))
+    assert (refused.value.code, refused.value.status) == ("token/throttled", 429)
+    other = await service.signup(name(), PASSWORD)
+    await service.tokens.create(other, "", ("read",))  # another account is not held up

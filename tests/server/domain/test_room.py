@@ -124,3 +124,22 @@ def test_shared_is_sans_io(repo_root) -> None:
             if len(words) >= 2 and words[0] in ("import", "from"):
                 top = words[1].split(".")[0]
                 assert top not in banned, f"{path} imports {top}"
+
+
+def test_a_guest_room_is_stored_without_account_fields_and_rated_seats_keep_theirs() -> None:
+    """The stored room (encoded at every commit) carries a seat's account fields only where
+    the seat has them; both kinds read back equal."""
+    guest, _, _ = rooms.create_room("g1", "tictactoe", {}, "ai:3", 0, "ann", "tok", 1)
+    stored = guest.to_json_dict()
+    assert all(
+        set(seat) & {"account", "account_id", "rating", "bot"} == set() for seat in stored["seats"]
+    )
+    assert rooms.Room.from_json_dict(stored) == guest
+    holder = rooms.SeatAccount(7, "ann", "p" * 32, rating=1612, provisional=True)
+    rated, _, _ = rooms.create_room(
+        "g2", "tictactoe", {}, "ai:3", 0, None, "tok", 1, rated=True, holder=holder, ai_rating=900
+    )
+    stored = rated.to_json_dict()
+    assert [seat.get("rating") for seat in stored["seats"]] == [1612, 900]
+    assert stored["seats"][0]["account_id"] == 7 and stored["seats"][1]["bot"] is True
+    assert rooms.Room.from_json_dict(stored) == rated

@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import redis
 import sqlalchemy as sa
 
 from kibitz.client.connection import KibitzClient, new_player_key
@@ -33,6 +34,7 @@ from kibitz.server.domain import glicko2
 from kibitz.server.domain.players import Account
 from kibitz.server.ratings import graph, leaderboard
 from kibitz.server.ratings.store import RatingStore
+from kibitz.shared.bus import keys
 from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, new_postgres_database, start_server
 
@@ -106,30 +108,36 @@ def test_an_empty_history_draws_an_empty_graph_that_says_so() -> None:
 
 
 def test_the_players_a_change_seats_are_those_the_index_notes() -> None:
+    """Only an account's seat is noted (a guest key, made up at will, would let anyone
+    fill Redis with keys), by the account's player id."""
     from kibitz.server.domain.room import Room, Seat
     from kibitz.server.services.room_store import seated_players
 
     ann, bob = "a" * 32, "b" * 32
-    room = Room("r1", "tictactoe", {}, "start", [Seat("human", None, "t", "ann", ann), Seat()])
-    assert seated_players(room, -1, 0) == [ann]  # created: every human seat with a player
-    room.seats[1] = Seat("human", None, "u", "bob", bob)
+
+    def signed(name: str, player: str, account_id: int) -> Seat:
+        return Seat("human", None, "t", name, player, account=name, account_id=account_id)
+
+    room = Room("r1", "tictactoe", {}, "start", [signed("ann", ann, 1), Seat()])
+    assert seated_players(room, -1, 0) == [ann]  # created: every account's seat
+    room.seats[1] = signed("bob", bob, 2)
     assert seated_players(room, -1, None) == [ann, bob]  # an accepted seek seats both
     assert seated_players(room, 3, 1) == [bob]  # a join: the one just seated
     assert seated_players(room, 4, None) == []  # a move seats nobody
-    room.seats[1] = Seat("human", None, "u", "guest", None)
-    assert seated_players(room, 3, 1) == []  # a guest without a player key: no id to note
+    room.seats[1] = Seat("human", None, "u", "guest", "c" * 32)
+    assert seated_players(room, 3, 1) == []  # a guest, even with a player key: not noted
+    assert seated_players(room, -1, None) == [ann]
     room.seats[1] = Seat("ai", 3, None, "AI level 3")
     assert seated_players(room, -1, 0) == [ann]
     room.status = "over"
     assert seated_players(room, -1, 0) == []
 
 
-def test_a_profile_looks_up_live_rooms_of_a_bounded_few_player_ids() -> None:
-    from kibitz.server.http.players import PLAYING_IDS, playing_ids
+def test_the_index_lives_no_longer_than_a_room_can() -> None:
+    from kibitz.server.loops.archiver import IDLE_GAME_LIMIT_MS
+    from kibitz.shared.bus import playing
 
-    ids = [f"{i:032x}" for i in range(20)]  # the account's own first, then oldest claim first
-    assert playing_ids(ids) == [ids[0], *ids[-(PLAYING_IDS - 1) :]]
-    assert playing_ids(ids[:2]) == ids[:2] and playing_ids([]) == []
+    assert playing.TTL_MS <= IDLE_GAME_LIMIT_MS == 3 * DAY_MS
 
 
 # -- the reads, on both databases ----------------------------------------------------------------
@@ -552,26 +560,76 @@ async def until(check: Any, what: str, seconds: float = 20.0) -> Any:
 
 
 async def test_a_profile_lists_the_live_games_the_player_sits_in(site: Site) -> None:
-    """Ann, playing under the guest key she claimed, creates a room (listed), Bob's
-    guest joins, Ann resigns: the room is no longer listed."""
+    """A signed-in player creates a room (listed), a guest joins, the player resigns:
+    the room is no longer listed."""
     url = site.url
-    a = await KibitzClient.open(url)
+    name = "eve" + str(now_ms() % 10_000_000)
+    a = await signed_in(url, await signup(url, name))
     b = await KibitzClient.open(url)
     try:
-        room = (await a.create("tictactoe", seat=0, player_key=site.seeded.guest_key))["room"]
+        room = (await a.create("tictactoe", seat=0))["room"]
 
-        async def playing(name: str) -> list[str]:
-            return list((await get(f"{url}/api/players/{name}"))[1]["playing"])
+        async def playing(who: str) -> list[str]:
+            return list((await get(f"{url}/api/players/{who}"))[1]["playing"])
 
-        assert await playing("Ann") == [room]
+        assert await playing(name) == [room]
         assert await playing("bob") == []
         await b.join(room, player_key=new_player_key())
-        assert await playing("Ann") == [room]
+        assert await playing(name) == [room]
         await a.resign(room)
-        await until(lambda: _empty(playing("Ann")), "the ended game to leave the profile")
+        await until(lambda: _empty(playing(name)), "the ended game to leave the profile")
     finally:
         await a.close()
         await b.close()
+
+
+def index_keys(redis_url: str) -> set[str]:
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        return set(client.scan_iter(match=keys.player_rooms_key("*"), count=1000))
+
+
+async def test_guests_seats_make_no_index_and_an_accounts_expires_with_its_games(
+    site: Site, own_redis: Any
+) -> None:
+    """Ten guest rooms under fresh player keys write no per-player key; an account's
+    room writes its key, with a lifetime no longer than a room's (3 days)."""
+    url = site.url
+    before = index_keys(own_redis.url)
+    async with await KibitzClient.open(url) as guest:
+        for _ in range(10):
+            await guest.create("tictactoe", player_key=new_player_key())
+    assert index_keys(own_redis.url) == before
+    name = "fay" + str(now_ms() % 10_000_000)
+    player = await signed_in(url, await signup(url, name))
+    try:
+        room = (await player.create("tictactoe", seat=0))["room"]
+        own = (await get(f"{url}/api/players/{name}"))[1]["player"]
+        assert index_keys(own_redis.url) == before | {keys.player_rooms_key(own)}
+        with redis.Redis.from_url(own_redis.url, decode_responses=True) as client:
+            ttl = client.pttl(keys.player_rooms_key(own))
+            assert 0 < ttl <= 3 * DAY_MS
+            assert client.zrange(keys.player_rooms_key(own), 0, -1) == [room]
+    finally:
+        await player.close()
+
+
+async def test_a_profile_reads_a_bounded_number_of_rooms(site: Site, own_redis: Any) -> None:
+    """However many rooms an index names, one profile request reads at most
+    MAX_PLAYING of them (stale ones are dropped as they are read)."""
+    from kibitz.server.http.players import MAX_PLAYING
+
+    url = site.url
+    name = "gus" + str(now_ms() % 10_000_000)
+    await signup(url, name)
+    own = (await get(f"{url}/api/players/{name}"))[1]["player"]
+    key = keys.player_rooms_key(own)
+    with redis.Redis.from_url(own_redis.url, decode_responses=True) as client:
+        client.zadd(key, {f"never{i:05d}": now_ms() + i for i in range(MAX_PLAYING + 30)})
+        status, profile, _ = await get(f"{url}/api/players/{name}")
+        assert status == 200 and profile["playing"] == []
+        assert MAX_PLAYING <= 20
+        assert client.zcard(key) == 30  # only MAX_PLAYING were read (and dropped)
+        client.delete(key)
 
 
 async def _empty(listing: Any) -> bool:

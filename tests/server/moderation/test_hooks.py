@@ -1,13 +1,19 @@
 """Who is charged with an abandonment, decided on the finished room (pure): the aborter of
-a rated game whose opponent had joined; the side whose clock ended a rated game. Casual
-games, rooms nobody joined and resignations charge nobody."""
+a rated game whose human opponent had joined; the side whose clock ended a rated game; the
+side a win or a draw was claimed against. Casual games, rooms nobody joined, games
+against the AI aborted and resignations charge nobody."""
 
 from __future__ import annotations
 
 from kibitz.server.domain import room as rooms
 from kibitz.server.domain.players import Account
 from kibitz.server.domain.room import Room, SeatAccount
-from kibitz.server.moderation.hooks import aborted_by, timed_out_seat
+from kibitz.server.moderation.hooks import (
+    aborted_by,
+    claimed_against,
+    first_move_missed,
+    timed_out_seat,
+)
 
 ANN = Account(1, "ann", "a" * 32)
 BOB = Account(2, "bob", "b" * 32)
@@ -63,3 +69,34 @@ def test_the_side_to_move_is_charged_when_the_clock_ends_a_rated_game() -> None:
     assert timed_out_seat(resigned) is None
     casual, _, _ = rooms.play_move(started(rated=False, clock=CLOCK), 0, "5", None, 3_000)
     assert timed_out_seat(rooms.expire(casual, 10**9, 10**9)[0]) is None
+
+
+def test_aborting_ones_own_rated_game_against_the_ai_charges_nobody() -> None:
+    room, _, _ = rooms.create_room(
+        "room3", "tictactoe", {}, "ai:1", 0, None, "t0", 1_000, rated=True, holder=holder(ANN),
+        ai_rating=1200,
+    )  # fmt: skip
+    assert all(seat.taken for seat in room.seats)
+    aborted, _ = rooms.abort(room, 0, 3_000)
+    assert aborted.result is not None and aborted.result["termination"] == "abort"
+    assert aborted_by(aborted, ANN) is None
+
+
+def test_a_claim_charges_the_side_that_left_a_rated_game() -> None:
+    room, _, _ = rooms.play_move(started(), 0, "5", None, 3_000)
+    won, _ = rooms.claim(room, 0, "win", 3_000, 0, 10_000)  # ann (seat 0) claims
+    assert claimed_against(won, "t0") == BOB.id
+    drawn, _ = rooms.claim(room, 1, "draw", 3_000, 0, 10_000)  # bob claims a draw
+    assert claimed_against(drawn, "t1") == ANN.id
+    assert claimed_against(won, "not a token") is None
+    casual, _, _ = rooms.play_move(started(rated=False), 0, "5", None, 3_000)
+    assert claimed_against(rooms.claim(casual, 0, "win", 3_000, 0, 10_000)[0], "t0") is None
+    resigned, _ = rooms.resign(room, 1, 5_000)
+    assert claimed_against(resigned, "t0") is None
+
+
+def test_a_first_move_not_made_is_told_from_a_flag() -> None:
+    late_reply, _, _ = rooms.play_move(started(clock=CLOCK), 0, "5", None, 3_000)
+    assert first_move_missed(rooms.expire(late_reply, 10**9, 10**9)[0])
+    moved, _, _ = rooms.play_move(late_reply, 1, "1", None, 4_000)
+    assert not first_move_missed(rooms.expire(moved, 10**9, 10**9)[0])

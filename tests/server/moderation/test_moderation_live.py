@@ -342,19 +342,19 @@ async def test_a_block_hides_chat_both_ways_and_refuses_a_seek(
     seek_id = posted["seek"]["id"]
     accepted = await watchers["ann"].ask({"type": "accept", "seek": seek_id})
     assert (accepted.get("type"), accepted.get("code")) == ("error", "seek/blocked"), accepted
-    # Blocks made or lifted while both watch count within seconds: the next frame (a
-    # client's keep-alive ping) once the connection's blocks are HIDDEN_REFRESH_S old
-    # reloads them.
+    # Blocks made or lifted while both watch count within seconds: following the room
+    # again (or a chat line, once the connection's blocks are HIDDEN_REFRESH_S old) reloads
+    # them; a move or a ping never does.
     status, _ = await http(cluster.a, "DELETE", f"/api/players/{bob.name}/block", ann)
     assert status == 200
-    await refreshed(watchers.values())
+    await refreshed(watchers.values(), room)
     await watchers["bob"].chat(room, "free from bob")
     await watchers["ann"].chat(room, "free from ann")
     await watchers["ann"].next(lambda m: said_line(m, "free from bob"))
     await watchers["bob"].next(lambda m: said_line(m, "free from ann"))
     status, _ = await http(cluster.b, "POST", f"/api/players/{ann.name}/block", bob)
     assert status == 200
-    await refreshed(watchers.values())
+    await refreshed(watchers.values(), room)
     await watchers["bob"].chat(room, "late from bob")
     await watchers["ann"].chat(room, "late from ann")
     await watchers["cy"].next(lambda m: said_line(m, "late from bob"))
@@ -363,11 +363,12 @@ async def test_a_block_hides_chat_both_ways_and_refuses_a_seek(
     assert not watchers["bob"].heard("late from ann")
 
 
-async def refreshed(sockets: Iterable[Socket]) -> None:
-    """Wait until the sockets' blocks are old enough to be read again, and ping each."""
+async def refreshed(sockets: Iterable[Socket], room: str) -> None:
+    """Wait until the sockets' blocks are old enough to be read again, and have each
+    follow ``room`` again (which reads them)."""
     await asyncio.sleep(HIDDEN_REFRESH_S)
     for socket in sockets:
-        assert (await socket.ask({"type": "ping"}))["type"] == "pong"
+        await socket.watch(room)
 
 
 async def test_a_mute_refuses_chat_with_the_time_left(
@@ -585,5 +586,249 @@ async def test_a_rated_game_lost_on_time_after_leaving_records_an_abandonment(
         )
         assert ended["result"]["termination"] == "abort", ended["result"]
         assert await abandonments_of(cluster.database, made["room"]) == [("timeout", ann.name)]
+    finally:
+        quick.stop()
+
+
+# -- bans and penalties wherever a game is made --------------------------------------------
+
+
+async def ban(cluster: Cluster, root: Person, kind: str, target: str) -> dict[str, Any]:
+    status, body = await http(
+        cluster.a, "POST", "/api/mod/bans", root, {"kind": kind, "target": target, "reason": "r"}
+    )
+    assert status == 201, body
+    made: dict[str, Any] = body["ban"]
+    return made
+
+
+async def test_a_seek_posted_before_its_poster_was_banned_cannot_be_accepted(
+    cluster: Cluster, sockets: list[Socket]
+) -> None:
+    root, ann, bob = [await signup(cluster.a, p) for p in ("root", "ann", "bob")]
+    granted(cluster, root.name, "admin")
+    ann_ws, bob_ws = await Socket.open(cluster.a, ann), await Socket.open(cluster.b, bob)
+    sockets += [ann_ws, bob_ws]
+    posted = await ann_ws.ask({"type": "seek", "game": "tictactoe"})
+    assert posted["type"] == "seek", posted
+    await ban(cluster, root, "account", ann.name)
+    accepted = await bob_ws.ask({"type": "accept", "seek": posted["seek"]["id"]})
+    assert (accepted.get("type"), accepted.get("code")) == ("error", "auth/banned"), accepted
+    again = await bob_ws.ask({"type": "accept", "seek": posted["seek"]["id"]})
+    assert again.get("code") == "seek/unknown", again  # the banned player's seek is gone
+
+
+async def test_a_rematch_with_a_player_banned_since_is_refused(
+    cluster: Cluster, sockets: list[Socket]
+) -> None:
+    root, ann, bob = [await signup(cluster.a, p) for p in ("root", "ann", "bob")]
+    granted(cluster, root.name, "admin")
+    ann_ws, bob_ws = await Socket.open(cluster.a, ann), await Socket.open(cluster.b, bob)
+    sockets += [ann_ws, bob_ws]
+    made = await create(ann_ws, seat=0)
+    joined = await bob_ws.ask({"type": "join", "room": made["room"]})
+    assert joined["type"] == "seat", joined
+    room = made["room"]
+    resign = {"type": "resign", "room": room, "token": made["token"]}
+    resigned = await change(ann_ws, resign, "resign")
+    assert resigned["type"] == "state", resigned
+    offer = {"type": "rematch", "room": room, "token": joined["token"]}
+    offered = await change(bob_ws, offer, "rematch_offer")
+    assert offered["type"] == "state" and offered["event"]["kind"] == "rematch_offer", offered
+    await ban(cluster, root, "account", bob.name)
+    agreed = await change(ann_ws, {**offer, "token": made["token"], "action": "accept"}, "rematch")
+    assert (agreed.get("type"), agreed.get("code")) == ("error", "auth/banned"), agreed
+    refused = await change(bob_ws, {**offer, "action": "accept"}, "rematch")  # his own
+    assert (refused.get("type"), refused.get("code")) == ("error", "auth/banned"), refused
+    status, listed = await http(cluster.a, "GET", f"/api/rooms/{room}", root)
+    assert (status, listed["next_room"]) == (200, None), listed
+
+
+async def change(socket: Socket, message: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Send a change to a room; the error answering it, or the room's state with the event
+    ``kind`` it led to."""
+    rid = f"c{next(_RIDS)}"
+    await socket.ws.send(json.dumps({**message, "rid": rid}))
+    room = message["room"]
+    return await socket.next(
+        lambda m: (
+            m.get("rid") == rid
+            or m.get("type") == "state"
+            and m.get("room") == room
+            and m.get("event", {}).get("kind") == kind
+        )
+    )
+
+
+async def abandoned(database: str, username: str, times: int) -> None:
+    """Record ``times`` fresh abandonments for ``username`` (past the free ones)."""
+    engine = create_async_engine(async_url(database))
+    try:
+        async with engine.begin() as conn:
+            account_id = await conn.scalar(
+                sa.select(t.accounts.c.id).where(t.accounts.c.username == username)
+            )
+            now = int(time.time() * 1000)
+            for n in range(times):
+                await conn.execute(
+                    t.abandonments.insert().values(
+                        account_id=account_id, game_id=f"gone{n}", kind="timeout", at_ms=now - n
+                    )
+                )
+    finally:
+        await engine.dispose()
+
+
+async def test_a_penalised_player_may_not_create_or_join_a_rated_game(
+    cluster: Cluster, sockets: list[Socket]
+) -> None:
+    ann, bob = await signup(cluster.a, "ann"), await signup(cluster.a, "bob")
+    ann_ws, bob_ws = await Socket.open(cluster.a, ann), await Socket.open(cluster.b, bob)
+    sockets += [ann_ws, bob_ws]
+    made = await create(bob_ws, rated=True, seat=0)
+    assert made["type"] == "seat", made
+    await abandoned(cluster.database, ann.name, 3)
+    refused = await create(ann_ws, rated=True)
+    assert (refused.get("type"), refused.get("code")) == ("error", "seek/penalty"), refused
+    assert refused["wait_ms"] > 0
+    joined = await ann_ws.ask({"type": "join", "room": made["room"]})
+    assert (joined.get("type"), joined.get("code")) == ("error", "seek/penalty"), joined
+    assert (await create(ann_ws))["type"] == "seat"  # casual games: no penalty
+
+
+async def test_a_pool_entry_made_before_its_player_was_banned_is_never_paired(
+    cluster: Cluster, sockets: list[Socket]
+) -> None:
+    root, ann, bob = [await signup(cluster.a, p) for p in ("root", "ann", "bob")]
+    granted(cluster, root.name, "admin")
+    ann_ws, bob_ws = await Socket.open(cluster.a, ann), await Socket.open(cluster.b, bob)
+    sockets += [ann_ws, bob_ws]
+    pool = {"type": "pool_join", "game": "othello", "clock": {"initial_ms": 61_000}}
+    joined = await ann_ws.ask(pool)
+    assert joined["type"] == "pool_joined", joined
+    await ban(cluster, root, "account", ann.name)
+    assert (await bob_ws.ask(pool))["type"] == "pool_joined"
+    await asyncio.sleep(3.0)  # both nodes pair about once a second
+    seated = [m for s in (ann_ws, bob_ws) for m in s.seen if m.get("type") == "seat"]
+    assert seated == []
+    left = await bob_ws.ask({"type": "pool_leave"})  # bob still waits: he may leave
+    assert left["type"] == "pool_left", left
+
+
+# -- addresses and expiry ------------------------------------------------------------------
+
+
+async def test_an_ipv6_ban_refuses_its_64_and_a_mapped_ban_its_ipv4_behind_a_proxy(
+    cluster: Cluster, sockets: list[Socket]
+) -> None:
+    root = await signup(cluster.a, "root")
+    granted(cluster, root.name, "admin")
+    six = await ban(cluster, root, "address", "2001:db8:77::1")
+    assert six["target"] == "2001:db8:77::/64"
+    mapped = await ban(cluster, root, "address", "::ffff:198.51.100.77")
+    assert mapped["target"] == "198.51.100.77"
+    for server in (cluster.a, cluster.b):
+        for seen_as in ("2001:db8:77::5", "2001:db8:77:0:ffff::9", "198.51.100.77"):
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await Socket.open(server, address=seen_as)
+            assert refused.value.response.status_code == 403, seen_as
+    sockets.append(await Socket.open(cluster.b, address="2001:db8:78::5"))  # another /64
+    for made in (six, mapped):
+        assert (await http(cluster.a, "DELETE", f"/api/mod/bans/{made['id']}", root))[0] == 200
+    sockets.append(await Socket.open(cluster.b, address="2001:db8:77::5"))
+
+
+async def test_an_expired_account_ban_lets_the_account_back_in_within_seconds(
+    cluster: Cluster,
+) -> None:
+    root, bob = await signup(cluster.a, "root"), await signup(cluster.a, "bob")
+    granted(cluster, root.name, "admin")
+    status, made = await http(cluster.a, "POST", "/api/tokens", bob, {"scopes": ["play"]})
+    assert status == 201, made
+    bearer = {"Authorization": f"Bearer {made['token']}"}
+    status, body = await http(
+        cluster.a,
+        "POST",
+        "/api/mod/bans",
+        root,
+        {"kind": "account", "target": bob.name, "reason": "an hour off", "hours": 1},
+    )
+    assert status == 201, body
+    assert (await me(cluster.b, bearer)) is None  # a banned account's token counts as none
+    engine = create_async_engine(async_url(cluster.database))
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                t.bans.update()
+                .where(t.bans.c.id == body["ban"]["id"])
+                .values(expires_ms=int(time.time() * 1000) - 1000)
+            )
+    finally:
+        await engine.dispose()
+    who = None
+    deadline = time.monotonic() + 3.0  # the nodes' bans loop runs every second
+    while who is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        who = await me(cluster.a, bearer)
+    assert who == bob.name  # the old token works again
+    login = {"username": bob.name, "password": PASSWORD}  # (not polled: log-ins are throttled)
+    status, body = await http(cluster.b, "POST", "/api/auth/login", body=login)
+    assert status == 200, body
+
+
+async def me(server: ServerProcess, headers: dict[str, str]) -> str | None:
+    """The username ``GET /api/auth/me`` answers for ``headers`` (None: a guest)."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client:
+        async with client.get(server.http_url + "/api/auth/me", headers=headers) as response:
+            body = await response.json()
+    account = body.get("account")
+    return None if account is None else str(account["username"])
+
+
+async def test_a_first_move_missed_while_connected_and_a_claim_record_abandonments(
+    cluster: Cluster, own_redis: EmbeddedRedis, sockets: list[Socket]
+) -> None:
+    quick = start_server(
+        own_redis.url,
+        database_url=cluster.database,
+        extra_env={**PROXY_ENV, "KIBITZ_FIRST_MOVE_TIMEOUT": "1", "KIBITZ_CLAIM_AFTER_MS": "300"},
+    )
+    try:
+        ann, bob = await signup(quick, "ann"), await signup(quick, "bob")
+        ann_ws, bob_ws = await Socket.open(quick, ann), await Socket.open(quick, bob)
+        sockets += [ann_ws, bob_ws]
+        # Ann stays connected and never makes her first move: charged all the same.
+        clock = {"initial_ms": 60_000, "increment_ms": 0}
+        made = await create(ann_ws, rated=True, seat=0, clock=clock)
+        joined = await bob_ws.ask({"type": "join", "room": made["room"]})
+        assert joined["type"] == "seat", joined
+        ended = await bob_ws.next(
+            lambda m: m.get("type") == "state" and m.get("status") == "over", timeout=15
+        )
+        assert ended["result"]["termination"] == "abort", ended["result"]
+        assert await abandonments_of(cluster.database, made["room"]) == [("timeout", ann.name)]
+        # Bob leaves a rated game under way; Ann claims the win: Bob is charged.
+        made = await create(ann_ws, rated=True, seat=0)
+        joined = await bob_ws.ask({"type": "join", "room": made["room"]})
+        assert joined["type"] == "seat", joined
+        room = made["room"]
+        moved = await change(
+            ann_ws, {"type": "move", "room": room, "token": made["token"], "move": "5"}, "move"
+        )
+        assert moved["type"] == "state", moved
+        moved = await change(
+            bob_ws, {"type": "move", "room": room, "token": joined["token"], "move": "1"}, "move"
+        )
+        assert moved["type"] == "state", moved
+        await bob_ws.close()
+        claim = {"type": "claim", "room": room, "token": made["token"], "result": "win"}
+        claimed: dict[str, Any] = {}
+        for _ in range(50):  # Bob is seen gone, then 300 ms pass
+            claimed = await change(ann_ws, claim, "claim")
+            if claimed["type"] == "state":
+                break
+            await asyncio.sleep(0.1)
+        assert claimed["type"] == "state" and claimed["result"]["termination"] == "claim", claimed
+        assert await abandonments_of(cluster.database, room) == [("timeout", bob.name)]
     finally:
         quick.stop()

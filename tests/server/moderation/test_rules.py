@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+from kibitz.server.gateway.limits import address_group
 from kibitz.server.moderation import rules
 from kibitz.server.moderation.rules import (
     DAY_MS,
@@ -99,6 +100,8 @@ def test_the_wait_runs_from_the_last_abandonment() -> None:
         lambda: rules.ban_kind("room"),
         lambda: rules.address("10.0.0.300"),
         lambda: rules.address("not an address"),
+        lambda: rules.address("10.0.0.0/24"),  # networks: an IPv6 /64 only
+        lambda: rules.address("2001:db8::/48"),
         lambda: rules.ban_hours(0),
         lambda: rules.ban_hours(rules.MAX_BAN_HOURS + 1),
     ],
@@ -111,8 +114,32 @@ def test_bad_inputs_are_refused_with_a_typed_error(call: object) -> None:
 
 
 def test_good_inputs_pass_in_their_canonical_form() -> None:
-    assert rules.address(" 2001:DB8::1 ") == "2001:db8::1"
     assert rules.address("127.0.0.1") == "127.0.0.1"
+    # An IPv6 ban covers its /64, as the nodes count a client; a mapped IPv4 is the IPv4.
+    assert rules.address(" 2001:DB8::1 ") == "2001:db8::/64"
+    assert rules.address("2001:db8::/64") == "2001:db8::/64"
+    assert rules.address("2001:db8::5/64") == "2001:db8::/64"
+    assert rules.address("::ffff:203.0.113.7") == "203.0.113.7"
+
+
+ADDRESSES = [
+    "203.0.113.7",
+    "::1",
+    "2001:db8::1",
+    "2001:db8:1:2:3:4:5:6",
+    "::ffff:203.0.113.7",
+    "fe80::1",
+    "0.0.0.0",
+    "unknown",
+    "2001:db8::/64",
+]
+
+
+@pytest.mark.parametrize("address", ADDRESSES)
+def test_an_address_ban_names_the_group_the_gateway_counts_a_client_as(address: str) -> None:
+    assert rules.address_group(address) == address_group(address)
+    if address != "unknown":
+        assert rules.address(address) == address_group(address)
     assert rules.mark("engine") == "engine"
     assert rules.mark(None) is None
     assert rules.text("  hi  ", "text", 10) == "hi"

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from kibitz.server.archive import tables as t
 from kibitz.server.archive.database import Archive
 from kibitz.server.domain.players import Account
+from kibitz.server.gateway.limits import address_group
 from kibitz.server.moderation.rules import FIRST_WAIT_MS, ModerationError
 from kibitz.server.moderation.service import Moderation, account_of
 from kibitz.shared.bus.bans import BanMirror
@@ -214,3 +215,54 @@ async def test_abandonments_are_recorded_once_and_escalate_the_wait(
     assert await mod.seek_wait_ms(None) == 0
     with pytest.raises(ValueError):
         await mod.record_abandonment(bob.id, "game5", "resigned")
+
+
+async def test_an_ipv6_ban_covers_its_64_and_a_mapped_ipv4_ban_its_ipv4(
+    archive: Archive, mod: Moderation
+) -> None:
+    # The nodes see a client as server/gateway/limits.py's group of its address.
+    made = await mod.ban(None, "address", "2001:db8::1", "a flood from a /64")
+    assert made["target"] == "2001:db8::/64"
+    assert await mod.banned(None, address_group("2001:db8::5")) is not None
+    assert await mod.banned(None, address_group("2001:db8:0:1::5")) is None  # another /64
+    await mod.ban(None, "address", "::ffff:203.0.113.7", "mapped")
+    assert await mod.banned(None, address_group("203.0.113.7")) is not None
+    # A row written before bans were stored as groups still refuses (the mirror groups it).
+    async with archive.engine.begin() as conn:
+        await conn.execute(
+            t.bans.insert().values(
+                kind="address", target="2001:db8:7::9", reason="old row", created_ms=1
+            )
+        )
+    assert await mod.sync()
+    assert await mod.banned(None, address_group("2001:db8:7::1")) is not None
+    assert {b["target"] for b in await mod.bans()} >= {"2001:db8::/64", "203.0.113.7"}
+
+
+async def test_an_expired_account_ban_enables_the_account_again_once(
+    archive: Archive, mod: Moderation
+) -> None:
+    bob, cy = await make_account(archive, "bob"), await make_account(archive, "cy")
+    first = await mod.ban(None, "account", "bob", "a day off", hours=1)
+    await mod.ban(None, "account", "cy", "an hour", hours=1)
+    await mod.ban(None, "account", "cy", "for good")  # cy stays banned after the first ends
+    assert await mod.expire_account_bans() == []  # nothing expired yet
+    async with archive.engine.begin() as conn:
+        await conn.execute(
+            t.bans.update()
+            .where(t.bans.c.expires_ms.is_not(None))
+            .values(expires_ms=int(time.time() * 1000) - 1000)
+        )
+    assert await mod.banned(bob.id, None) is None
+    assert await mod.expire_account_bans() == ["bob"]
+    assert await mod.expire_account_bans() == []  # once
+    async with archive.engine.connect() as conn:
+        rows = (await conn.execute(sa.select(t.accounts.c.id, t.accounts.c.disabled_ms))).all()
+    disabled = {row.id: row.disabled_ms for row in rows}
+    assert disabled[bob.id] is None and disabled[cy.id] is not None
+    [row] = [r for r in await mod.audit(10) if r["action"] == "ban.expired"]
+    assert (row["actor"], row["target"], row["detail"]) == (
+        None,
+        "account:bob",
+        {"ids": [first["id"]]},
+    )

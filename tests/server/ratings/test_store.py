@@ -14,9 +14,11 @@ import sqlalchemy as sa
 
 from kibitz.server.archive.database import Archive
 from kibitz.server.archive.tables import accounts, rated_games, rating_history, ratings
-from kibitz.server.domain import glicko2
+from kibitz.server.domain import glicko2, records
+from kibitz.server.domain import room as rooms
 from kibitz.server.domain.anchors import ANCHOR_RD, level_rating
 from kibitz.server.domain.glicko2 import DEFAULT, Rating
+from kibitz.server.domain.room import SeatAccount
 from kibitz.server.ratings.store import RatingStore
 
 NOW = 1_800_000_000_000
@@ -60,8 +62,10 @@ def rated_record(
 
 
 def store_of(archive: Archive, now: int = NOW) -> RatingStore:
+    """The store wired into the archive as server/node.py wires it."""
     store = RatingStore(archive.engine, clock=lambda: now)
     archive.before_save = store.apply
+    archive.before_batch = store.lock_batch
     return store
 
 
@@ -312,3 +316,42 @@ async def test_apply_twice_on_one_connection_changes_once(archive: Archive) -> N
         assert await store.apply(conn, {**record, "rated": False}) is None
         assert await store.apply(conn, record) == first
     assert len(await rows(archive, rating_history)) == 2
+
+
+async def test_an_abandoned_rated_game_is_rated_as_a_loss(archive: Archive) -> None:
+    """The record of a rated game left by the side to move (server/domain/room.py
+    ``abandon``): the archive applies it as a loss for that side, never a draw."""
+    stayer, leaver = await add_account(archive, "stayer"), await add_account(archive, "leaver")
+    store_of(archive)
+    holders = [SeatAccount(stayer, "stayer", "a" * 32), SeatAccount(leaver, "leaver", "b" * 32)]
+    room, _, _ = rooms.create_room(
+        "ab1", "tictactoe", {}, "human", 0, None, "t0", NOW, rated=True, holder=holders[0]
+    )
+    room, _, _ = rooms.join_room(room, None, None, "t1", NOW, holder=holders[1])
+    for seat, move in ((0, "5"), (1, "1"), (0, "9")):  # then the leaver, to move, leaves
+        room, _, _ = rooms.play_move(room, seat, move, None, NOW)
+    over, _ = rooms.abandon(room, NOW + DAY_MS)
+    record = records.record_of(over, [])
+    await archive.save_many([record])
+    table = await rating_rows(archive)
+    assert table[(stayer, "tictactoe", "correspondence")]["wins"] == 1
+    assert table[(leaver, "tictactoe", "correspondence")]["losses"] == 1
+    assert record["ratings"][0]["change"] > 0 > record["ratings"][1]["change"]
+
+
+async def test_crossed_batches_of_rated_games_both_commit(archive: Archive) -> None:
+    """Two nodes archiving batches of several rated games at once, the same players'
+    games in crossed orders ([A-B, C-D] and [C-D, A-B]): each batch is one transaction,
+    and both commit (the accounts of a batch are locked in one order up front), rather
+    than one being killed as a deadlock (PostgreSQL) and written again."""
+    names = ["ka", "kb", "kc", "kd"]
+    ids = [await add_account(archive, name) for name in names]
+    store_of(archive)
+    ab, cd = [seat(0, "ka"), seat(1, "kb")], [seat(0, "kc"), seat(1, "kd")]
+    await archive.save_many([rated_record("x0", ab), rated_record("x1", cd)])  # rows exist
+    for round_ in range(4):
+        first = [rated_record(f"y{round_}a{i}", ab if i % 2 else cd) for i in range(6)]
+        second = [rated_record(f"y{round_}b{i}", cd if i % 2 else ab) for i in range(6)]
+        await asyncio.gather(archive.save_many(first), archive.save_many(second))
+    table = await rating_rows(archive)
+    assert [table[(i, "chess", "blitz")]["games"] for i in ids] == [25, 25, 25, 25]

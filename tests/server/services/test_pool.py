@@ -89,6 +89,16 @@ def test_one_player_is_never_paired_with_themselves_and_exclusions_hold() -> Non
     assert choose_pairs([a, b, c], 0, excluded=frozenset({frozenset({"a", "b"})})) == [(a, c)]
 
 
+def test_one_player_waiting_twice_is_paired_once_in_a_tick() -> None:
+    """Two entries of one account (two tabs, before the join refused the second) or of
+    one guest key: of one tick's pairs, the player is in one at most."""
+    for me in ({"account_id": 7}, {"player": "p"}):
+        one, two = Waiting("a1", 1500, 0, **me), Waiting("a2", 1500, 1, **me)  # type: ignore[arg-type]
+        b, c = Waiting("b", 1500, 2), Waiting("c", 1500, 3)
+        pairs = choose_pairs([one, two, b, c], now_ms=10)
+        assert pairs == [(one, b)], me
+
+
 def test_a_pool_is_a_game_a_time_control_and_rated_or_casual() -> None:
     assert pool_name("chess", {"initial_ms": 180000, "increment_ms": 2000}, True) == (
         "chess:180000+2000:rated"
@@ -337,3 +347,22 @@ async def test_a_player_whose_entry_was_lost_is_told_it_waits_no_more(cluster, p
         again = await player.pool_join("tictactoe", clock)  # free to join again
         assert again["type"] == "pool_joined"
         await player.pool_leave()
+
+
+async def test_one_account_waits_once_whatever_its_tabs(cluster) -> None:
+    """Two connections of one account (two tabs, two nodes): the second join is refused
+    ``pool/already``, so one tick cannot pair the account twice."""
+    cookie = await signup(cluster[0].http_url, unique("tabs"))
+    first, second = await open_as(cluster[0], cookie), await open_as(cluster[1], cookie)
+    clock = fresh_blitz()
+    try:
+        await first.pool_join("chess", clock)
+        for other in (clock, fresh_blitz()):  # the same pool, or another
+            with pytest.raises(ServerError) as twice:
+                await second.pool_join("chess", other)
+            assert twice.value.code == "pool/already"
+        await first.pool_leave()
+        await second.pool_join("chess", clock)  # once left, the other tab may wait
+        await second.pool_leave()
+    finally:
+        await close_all(first, second)

@@ -96,3 +96,29 @@ async def test_a_connection_takes_out_only_its_own_entries(client) -> None:
     assert taken is None
     await board.restore([entry("a", conn="c1")])
     assert sorted(await client.hkeys(keys.POOL)) == ["a", "b"]
+
+
+async def test_one_player_waits_once_whatever_its_connections(client) -> None:
+    board = PoolBoard(client)
+    mine = {"player": "p" * 32}
+    assert (await board.join({**entry("a"), **mine}, LIMITS)).status == "joined"
+    assert (await board.join({**entry("b"), **mine}, LIMITS)).status == "already"
+    other = {**entry("c", pool="oware:untimed:casual"), **mine}
+    assert (await board.join(other, LIMITS)).status == "already"  # any pool
+    assert (await board.join({**entry("d"), "player": None}, LIMITS)).status == "joined"
+    assert (await board.join({**entry("e"), "player": None}, LIMITS)).status == "joined"
+    assert sorted(await client.hkeys(keys.POOL)) == ["a", "d", "e"]
+
+
+async def test_a_pair_put_back_leaves_out_an_entry_whose_connection_left(client) -> None:
+    """A pairing that could not make its room puts the pair back, but not an entry whose
+    connection left (closed) while the pair was out: it would be paired for nobody."""
+    board = PoolBoard(client)
+    await board.join(entry("a"), LIMITS)
+    await board.join(entry("b"), LIMITS)
+    taken = await board.take("a", "b")
+    assert taken is not None
+    assert await board.leave("conn-a", ["a"]) == 0  # out being paired: nothing to remove
+    await board.restore(list(taken))
+    assert await client.hkeys(keys.POOL) == ["b"]
+    assert await client.zcard(keys.POOL_GONE) == 0  # the note is used up
