@@ -60,6 +60,7 @@ from websockets.server import ServerProtocol
 
 from kibitz.server.accounts.credentials import Credential
 from kibitz.server.appkeys import HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
+from kibitz.server.domain.addresses import address_group
 from kibitz.server.domain.players import Account
 from kibitz.server.fanout.connection import (
     CLOSE_SLOW,
@@ -68,7 +69,6 @@ from kibitz.server.fanout.connection import (
     Connection,
 )
 from kibitz.server.gateway import admission
-from kibitz.server.gateway.limits import address_group
 from kibitz.server.gateway.session import Session
 from kibitz.shared import fastjson
 from kibitz.shared.protocol.client_out import Error

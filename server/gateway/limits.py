@@ -13,6 +13,8 @@ import ipaddress
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from kibitz.server.domain.addresses import address_group
+
 
 def client_address(
     remote: str | None, headers: Mapping[str, str], trusted_proxies: frozenset[str]
@@ -33,21 +35,6 @@ def client_address(
             except ValueError:
                 pass
     return address_group(peer)
-
-
-def address_group(address: str) -> str:
-    """What a client address is counted as by the per-address limits: an IPv6 address as
-    its /64 (``2001:db8:1:2::/64``: one subscriber's network, in which a host picks new
-    addresses at will), an IPv4-mapped one as its IPv4 address, anything else as is."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
-    return address
 
 
 def origin_allowed(

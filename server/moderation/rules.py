@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kibitz.server.domain.addresses import address_group
+
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
 DAY_MS = 24 * HOUR_MS
@@ -160,22 +162,6 @@ def address(value: Any) -> str:
     if network.version != 6 or network.prefixlen != 64:
         raise invalid("a network an address ban may name is an IPv6 /64")
     return str(network)
-
-
-def address_group(address: str) -> str:
-    """What a client address is counted as, the same as server/gateway/limits.py's
-    ``address_group`` (which the gateway cannot share with us without an import cycle;
-    tests/server/moderation/test_rules.py checks they agree): an IPv6 address as its /64,
-    an IPv4-mapped one as its IPv4 address, anything else as is."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
-    return address
 
 
 def ban_target(kind: str, target: str) -> str:

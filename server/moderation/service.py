@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from kibitz.server.archive import tables as t
+from kibitz.server.domain.addresses import address_group
 from kibitz.server.domain.players import ROLES, Account
 from kibitz.server.moderation import rules
 from kibitz.server.moderation.rules import ActiveBan, ModerationError
@@ -499,7 +500,7 @@ class Moderation:
         if account_id is not None:
             fields.append(rules.ban_field("account", str(account_id)))
         if address:
-            fields.append(rules.ban_field("address", rules.address_group(address)))
+            fields.append(rules.ban_field("address", address_group(address)))
         if not fields:
             return None
         now = now_ms()

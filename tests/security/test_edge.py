@@ -542,7 +542,8 @@ def test_the_node_keeps_a_reserve_of_open_files(redis_server) -> None:
 def test_an_ipv6_network_counts_as_one_address() -> None:
     """A host picks addresses in its /64 at will: the per-address limits (the socket cap
     at accept and the cluster-wide ones) count the /64, not each address."""
-    from kibitz.server.gateway.limits import address_group, client_address
+    from kibitz.server.domain.addresses import address_group
+    from kibitz.server.gateway.limits import client_address
 
     a, b = "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"
     assert address_group(a) == address_group(b) == "2001:db8:1:2::/64"

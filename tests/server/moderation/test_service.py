@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from kibitz.server.archive import tables as t
 from kibitz.server.archive.database import Archive
+from kibitz.server.domain.addresses import address_group
 from kibitz.server.domain.players import Account
-from kibitz.server.gateway.limits import address_group
 from kibitz.server.moderation.rules import FIRST_WAIT_MS, ModerationError
 from kibitz.server.moderation.service import Moderation, account_of
 from kibitz.shared.bus.bans import BanMirror
