@@ -34,6 +34,7 @@ from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.store import AI_GAMES_KEPT, AI_GAMES_LISTED, NODE_TTL_S
 from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
+from tests.server.accounts.web import signup
 
 pytestmark = pytest.mark.asyncio
 
@@ -255,17 +256,7 @@ async def test_two_guests_behind_one_address_share_its_cap(patient: ServerProces
 
 async def sign_up(node: ServerProcess, name: str) -> str:
     """A new account (through the accounts API): its session cookie's value."""
-    body = {"username": name, "password": "correct horse battery"}
-    async with (
-        aiohttp.ClientSession() as http,
-        http.post(
-            f"{node.http_url}/api/auth/signup", json=body, headers={"Origin": node.http_url}
-        ) as reply,
-    ):
-        assert reply.status == 201, await reply.text()
-        cookie = reply.cookies.get("kibitz_session")
-        assert cookie is not None and cookie.value
-        return cookie.value
+    return await signup(node.http_url, name)
 
 
 @pytest.fixture

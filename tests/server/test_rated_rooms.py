@@ -30,6 +30,7 @@ from kibitz.shared.protocol.client_in import Create, parse_client_message, playe
 from kibitz.shared.protocol.client_out import SeatRating, SeatView, State
 from kibitz.shared.protocol.codec import ProtocolError
 from tests.conftest import ServerProcess, new_postgres_database, start_server
+from tests.server.accounts.web import signup
 
 ANN = SeatAccount(1, "Ann", "a" * 32, rating=1620, provisional=False)
 BOB = SeatAccount(2, "bob", "b" * 32, rating=1500, provisional=True)
@@ -295,8 +296,6 @@ def test_create_reads_rated_and_defaults_to_casual() -> None:
 
 # -- end to end: a real server, accounts signed up over HTTP --------------------------------
 
-PASSWORD = "correct horse battery"
-
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def rated_server(
@@ -313,18 +312,6 @@ def rated_server(
     server = start_server(own_redis.url, workers=1, database_url=url)
     yield server
     server.stop()
-
-
-async def signup(base: str, username: str) -> str:
-    """Sign ``username`` up; the session cookie's value."""
-    async with aiohttp.ClientSession() as http:
-        body = {"username": username, "password": PASSWORD}
-        headers = {"Origin": base}
-        async with http.post(f"{base}/api/auth/signup", json=body, headers=headers) as resp:
-            assert resp.status == 201, await resp.text()
-            cookie = resp.cookies.get("kibitz_session")
-            assert cookie is not None
-            return cookie.value
 
 
 @contextlib.asynccontextmanager

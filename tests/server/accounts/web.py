@@ -98,6 +98,20 @@ class Web:
         return await self.post("/api/auth/login", {"username": name, "password": password})
 
 
+async def signup(base: str, username: str) -> str:
+    """Sign ``username`` up on the node at ``base`` (password ``PASSWORD``); the session
+    cookie's value."""
+    async with aiohttp.ClientSession() as http:
+        body = {"username": username, "password": PASSWORD}
+        async with http.post(
+            f"{base}/api/auth/signup", json=body, headers={"Origin": base}
+        ) as resp:
+            assert resp.status == 201, await resp.text()
+            cookie = resp.cookies.get("kibitz_session")
+            assert cookie is not None and cookie.value
+            return cookie.value
+
+
 def _json(text: str) -> Any:
     try:
         return json.loads(text)

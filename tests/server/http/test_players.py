@@ -37,6 +37,7 @@ from kibitz.server.ratings.store import RatingStore
 from kibitz.shared.bus import keys
 from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, new_postgres_database, start_server
+from tests.server.accounts.web import signup
 
 SVG = "{http://www.w3.org/2000/svg}"
 DAY_MS = 86_400_000
@@ -634,22 +635,6 @@ async def test_a_profile_reads_a_bounded_number_of_rooms(site: Site, own_redis: 
 
 async def _empty(listing: Any) -> bool:
     return (await listing) == []
-
-
-PASSWORD = "a long enough password"
-
-
-async def signup(base: str, username: str) -> str:
-    """Sign ``username`` up over HTTP; the session cookie's value."""
-    async with aiohttp.ClientSession() as http:
-        body = {"username": username, "password": PASSWORD}
-        async with http.post(
-            f"{base}/api/auth/signup", json=body, headers={"Origin": base}
-        ) as resp:
-            assert resp.status == 201, await resp.text()
-            cookie = resp.cookies.get("kibitz_session")
-            assert cookie is not None
-            return cookie.value
 
 
 async def signed_in(base: str, cookie: str) -> KibitzClient:

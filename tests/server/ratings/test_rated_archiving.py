@@ -32,23 +32,14 @@ from kibitz.server.domain.glicko2 import Rating
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP
 from tests.conftest import new_postgres_database, start_server
+from tests.server.accounts.web import signup
 from tests.server.archive.test_archiving import SHORT, eventually
 from tests.server.test_rooms import play_random
-
-PASSWORD = "correct horse battery"
 
 
 async def sign_up(url: str, username: str) -> str:
     """A new account's session cookie header (``kibitz_session=...``)."""
-    async with aiohttp.ClientSession() as http:
-        async with http.post(
-            url + "/api/auth/signup",
-            json={"username": username, "password": PASSWORD},
-            headers={"Origin": url},
-        ) as response:
-            assert response.status == 201, await response.text()
-            cookie = response.cookies["kibitz_session"]
-            return f"kibitz_session={cookie.value}"
+    return f"kibitz_session={await signup(url, username)}"
 
 
 async def create_rated(client: KibitzClient, opponent: str) -> str:

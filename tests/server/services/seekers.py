@@ -16,7 +16,6 @@ import aiohttp
 from kibitz.client.connection import KibitzClient
 from tests.conftest import ServerProcess
 
-PASSWORD = "correct horse battery"
 #: Test nodes let one address sign up as many accounts as the tests need.
 ENV = {"KIBITZ_SIGNUPS_PER_ADDRESS": "100000"}
 _NAMES = itertools.count(1)
@@ -25,19 +24,6 @@ _NAMES = itertools.count(1)
 def unique(stem: str) -> str:
     """A username no other test of the run has (2-20 characters)."""
     return f"{stem[:8]}{int(time.time()) % 100_000}x{next(_NAMES)}"
-
-
-async def signup(base: str, username: str) -> str:
-    """Sign ``username`` up on the node at ``base``; the session cookie's value."""
-    async with aiohttp.ClientSession() as http:
-        body = {"username": username, "password": PASSWORD}
-        async with http.post(
-            f"{base}/api/auth/signup", json=body, headers={"Origin": base}
-        ) as resp:
-            assert resp.status == 201, await resp.text()
-            cookie = resp.cookies.get("kibitz_session")
-            assert cookie is not None
-            return cookie.value
 
 
 async def post(base: str, path: str, cookie: str, body: dict[str, Any] | None = None) -> int:

@@ -27,13 +27,13 @@ from kibitz.server.services.pool import (
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.conftest import ServerProcess, start_server
+from tests.server.accounts.web import signup
 from tests.server.services.seekers import (
     ENV,
     no_seat,
     open_as,
     post,
     set_rating,
-    signup,
     unique,
 )
 

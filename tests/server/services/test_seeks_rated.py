@@ -17,13 +17,13 @@ from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.protocol.client_in import parse_client_message
 from kibitz.shared.protocol.codec import ProtocolError
 from tests.conftest import ServerProcess, start_server
+from tests.server.accounts.web import signup
 from tests.server.services.seekers import (
     ENV,
     abandon,
     open_as,
     post,
     set_rating,
-    signup,
     unique,
 )
 
