@@ -6,17 +6,23 @@
 // server's; this page never sees it) and is kept in the store (setAccount). When it
 // changes, the WebSocket is opened again, since the server reads the account when the
 // socket opens, and a "kibitz:account" event on window lets the screens redraw (the rated
-// choice, the seat menus). Every text goes in as text (el()), never HTML.
+// choice, the seat menus). Every text goes in as text (el()), never HTML; the words come
+// from the catalogue (account.*).
 
 import { el } from "./boards/common.js";
 import { reportError, showNotice } from "./errors.js";
 import { closeForm, openForm } from "./forms.js";
+import { t } from "./i18n.js";
 import { player } from "./storage.js";
 import { setAccount, store } from "./store.js";
 import { $, botBadge, fetchJson, profileHref, sendJson } from "./util.js";
 
-export const USERNAME_HELP = "2 to 20 letters (A-Z, a-z), digits, “_” or “-”, starting with a letter or a digit";
-const PASSWORD_HELP = "at least 8 characters";
+/** The rule of usernames, in words. */
+export function usernameHelp() {
+  return t("account.username.help");
+}
+
+const passwordHelp = () => t("account.password.help");
 
 /** The signed-in account, or null for a guest (also while not known yet). */
 export function currentAccount() {
@@ -62,28 +68,28 @@ export function renderAccountMenu() {
   const box = $("account-menu");
   if (!box) return;
   const account = currentAccount();
-  const leaderboard = el("a", { class: "btn ghost small", href: "?leaderboard=", testid: "leaderboard-link" }, ["Leaderboards"]);
+  const leaderboard = el("a", { class: "btn ghost small", href: "?leaderboard=", testid: "leaderboard-link" }, [t("account.menu.leaderboards")]);
   if (!account) {
     box.replaceChildren(
       leaderboard,
-      el("button", { class: "btn small", type: "button", testid: "login-open", onclick: openLogin }, ["Log in"]),
-      el("button", { class: "btn small primary", type: "button", testid: "signup-open", onclick: openSignup }, ["Sign up"]),
+      el("button", { class: "btn small", type: "button", testid: "login-open", onclick: openLogin }, [t("account.login")]),
+      el("button", { class: "btn small primary", type: "button", testid: "signup-open", onclick: openSignup }, [t("account.signup")]),
     );
     box.dataset.account = "";
     return;
   }
   const menu = el("details", { class: "menu", testid: "account-details" }, [
-    el("summary", { class: "btn small", testid: "account-name", "aria-label": `Account menu of ${account.username}` }, [
+    el("summary", { class: "btn small", testid: "account-name", "aria-label": t("account.menu.label", { name: account.username }) }, [
       account.username,
       botBadge(account.bot),
     ]),
     el("ul", { class: "menu-list", role: "menu" }, [
-      menuItem("My profile", "menu-profile", profileHref(account.username)),
-      menuItem("Account and API tokens", "menu-account", "?account="),
-      menuItem("Claim this browser's games", "menu-claim", claimGames),
-      menuItem("Change password", "menu-password", openPassword),
-      menuItem("Log out", "menu-logout", logout),
-      menuItem("Log out everywhere", "menu-logout-all", logoutEverywhere),
+      menuItem(t("account.menu.profile"), "menu-profile", profileHref(account.username)),
+      menuItem(t("account.menu.account"), "menu-account", "?account="),
+      menuItem(t("account.claim"), "menu-claim", claimGames),
+      menuItem(t("account.password.change"), "menu-password", openPassword),
+      menuItem(t("account.logout"), "menu-logout", logout),
+      menuItem(t("account.logoutAll"), "menu-logout-all", logoutEverywhere),
     ]),
   ]);
   // A choice closes the menu.
@@ -98,17 +104,17 @@ export function renderAccountMenu() {
 
 export function openLogin() {
   return openForm({
-    title: "Log in",
+    title: t("account.login"),
     testid: "login-form",
     fields: [
-      { name: "username", label: "Username", autocomplete: "username", required: true, maxlength: 20 },
-      { name: "password", label: "Password", type: "password", autocomplete: "current-password", required: true, maxlength: 1024 },
+      { name: "username", label: t("account.username"), autocomplete: "username", required: true, maxlength: 20 },
+      { name: "password", label: t("account.password"), type: "password", autocomplete: "current-password", required: true, maxlength: 1024 },
     ],
-    submit: "Log in",
+    submit: t("account.login"),
     onSubmit: async ({ username, password }) => {
       const reply = await sendJson("POST", "/api/auth/login", { username: username.trim(), password });
       changeAccount(reply.account);
-      showNotice(`Logged in as ${reply.account.username}.`);
+      showNotice(t("account.notice.loggedIn", { name: reply.account.username }));
       return reply.account;
     },
   });
@@ -116,19 +122,19 @@ export function openLogin() {
 
 export function openSignup() {
   return openForm({
-    title: "Sign up",
-    intro: "An account keeps your name, your rating and your games together. The games this browser played so far come with it.",
+    title: t("account.signup"),
+    intro: t("account.signup.intro"),
     testid: "signup-form",
     fields: [
-      { name: "username", label: "Username", autocomplete: "username", required: true, minlength: 2, maxlength: 20, help: USERNAME_HELP },
-      { name: "password", label: "Password", type: "password", autocomplete: "new-password", required: true, minlength: 8, maxlength: 1024, help: PASSWORD_HELP },
+      { name: "username", label: t("account.username"), autocomplete: "username", required: true, minlength: 2, maxlength: 20, help: usernameHelp() },
+      { name: "password", label: t("account.password"), type: "password", autocomplete: "new-password", required: true, minlength: 8, maxlength: 1024, help: passwordHelp() },
     ],
-    submit: "Sign up",
+    submit: t("account.signup"),
     onSubmit: async ({ username, password }) => {
       // This browser's guest games come along (the stored player key is claimed at once).
       const reply = await sendJson("POST", "/api/auth/signup", { username: username.trim(), password, player_key: player.key() });
       changeAccount(reply.account);
-      showNotice(`Welcome, ${reply.account.username}! Your account is ready.`);
+      showNotice(t("account.notice.welcome", { name: reply.account.username }));
       return reply.account;
     },
   });
@@ -136,17 +142,17 @@ export function openSignup() {
 
 export function openPassword() {
   return openForm({
-    title: "Change password",
-    intro: "Your other sessions are logged out; this one stays.",
+    title: t("account.password.change"),
+    intro: t("account.password.intro"),
     testid: "password-form",
     fields: [
-      { name: "password", label: "Current password", type: "password", autocomplete: "current-password", required: true, maxlength: 1024 },
-      { name: "new_password", label: "New password", type: "password", autocomplete: "new-password", required: true, minlength: 8, maxlength: 1024, help: PASSWORD_HELP },
+      { name: "password", label: t("account.password.current"), type: "password", autocomplete: "current-password", required: true, maxlength: 1024 },
+      { name: "new_password", label: t("account.password.new"), type: "password", autocomplete: "new-password", required: true, minlength: 8, maxlength: 1024, help: passwordHelp() },
     ],
-    submit: "Change password",
+    submit: t("account.password.change"),
     onSubmit: async (values) => {
       await sendJson("POST", "/api/auth/password", values);
-      showNotice("Your password is changed.");
+      showNotice(t("account.notice.password"));
       return true;
     },
   });
@@ -157,7 +163,7 @@ export async function logout() {
     await sendJson("POST", "/api/auth/logout");
     closeForm();
     changeAccount(null);
-    showNotice("You are logged out.");
+    showNotice(t("account.notice.loggedOut"));
   } catch (err) {
     reportError(err);
   }
@@ -167,7 +173,7 @@ export async function logoutEverywhere() {
   try {
     await sendJson("POST", "/api/auth/logout-all");
     changeAccount(null);
-    showNotice("You are logged out on every device.");
+    showNotice(t("account.notice.loggedOutAll"));
   } catch (err) {
     reportError(err);
   }
@@ -177,7 +183,7 @@ export async function logoutEverywhere() {
 export async function claimGames() {
   try {
     await sendJson("POST", "/api/auth/claim", { player_key: player.key() });
-    showNotice("This browser's games are now in your account.");
+    showNotice(t("account.notice.claimed"));
   } catch (err) {
     reportError(err);
   }

@@ -2,22 +2,31 @@
 // guest games, and your personal API tokens (for bots and scripts):
 //   GET /api/tokens, POST /api/tokens {description, scopes}, DELETE /api/tokens/{id}.
 // A new token's secret is shown once, with a copy button: the server keeps only its hash.
-// It registers itself with the router as the screen "account".
+// It registers itself with the router as the screen "account". Words from the catalogue
+// (account.page.*).
 
 import { accountKnown, claimGames, currentAccount, logoutEverywhere, openLogin, openPassword } from "./account.js";
 import { el } from "./boards/common.js";
 import { errorSentence, reportError, showNotice } from "./errors.js";
+import { formatDate, has, t } from "./i18n.js";
 import { registerScreen } from "./router.js";
 import { $, fetchJson, profileHref, sendJson } from "./util.js";
 
-const SCOPES = [
-  ["play", "Play: create, join and play games", true],
-  ["read", "Read: your games and account", false],
-  ["admin", "Admin: moderation (admins only)", false],
+/** The scopes a token may have, with their words and whether a new token has them. */
+const scopes = () => [
+  ["play", t("account.page.scope.play"), true],
+  ["read", t("account.page.scope.read"), false],
+  ["admin", t("account.page.scope.admin"), false],
 ];
 
+/** A scope's name in the page's language ("play", "jouer"); an unknown one as it is. */
+function scopeName(scope) {
+  const key = `account.page.scopeName.${scope}`;
+  return has(key) ? t(key) : scope;
+}
+
 function showAccountPage() {
-  document.title = "Account · kibitz";
+  document.title = t("account.page.docTitle");
   render();
 }
 
@@ -27,37 +36,35 @@ function render() {
   if ($("account-page").hidden) return;
   const account = currentAccount();
   if (!accountKnown()) {
-    $("account-page").replaceChildren(el("section", { class: "panel players-panel" }, [el("p", { class: "muted" }, ["Loading…"])]));
+    $("account-page").replaceChildren(el("section", { class: "panel players-panel" }, [el("p", { class: "muted" }, [t("account.page.loading")])]));
     return;
   }
   if (!account) {
     $("account-page").replaceChildren(
       el("section", { class: "panel players-panel" }, [
-        el("h1", {}, ["Your account"]),
-        el("p", {}, ["You are not logged in."]),
-        el("button", { type: "button", class: "btn primary", onclick: openLogin }, ["Log in"]),
+        el("h1", {}, [t("account.page.title")]),
+        el("p", {}, [t("account.page.guest")]),
+        el("button", { type: "button", class: "btn primary", onclick: openLogin }, [t("account.login")]),
       ]),
     );
     return;
   }
-  const list = el("div", { testid: "tokens", dataset: { state: "loading" } }, [el("p", { class: "muted" }, ["Loading your tokens…"])]);
+  const list = el("div", { testid: "tokens", dataset: { state: "loading" } }, [el("p", { class: "muted" }, [t("account.page.tokens.loading")])]);
   const secret = el("div", { class: "token-secret", testid: "token-secret-box", role: "status", "aria-live": "polite", hidden: true });
   $("account-page").replaceChildren(
     el("section", { class: "panel players-panel", "aria-labelledby": "account-title" }, [
       el("div", { class: "page-head" }, [
-        el("a", { class: "btn ghost small", href: "/" }, ["\u2190 Lobby"]),
-        el("h1", { id: "account-title" }, [`Your account: ${account.username}`]),
+        el("a", { class: "btn ghost small", href: "/" }, [t("account.page.lobby")]),
+        el("h1", { id: "account-title" }, [t("account.page.titleNamed", { name: account.username })]),
       ]),
       el("p", { class: "btn-row" }, [
-        el("a", { class: "btn small", href: profileHref(account.username) }, ["Your profile"]),
-        el("button", { type: "button", class: "btn small", testid: "account-password", onclick: openPassword }, ["Change password"]),
-        el("button", { type: "button", class: "btn small", testid: "account-claim", onclick: claimGames }, ["Claim this browser's games"]),
-        el("button", { type: "button", class: "btn small danger", testid: "account-logout-all", onclick: logoutEverywhere }, ["Log out everywhere"]),
+        el("a", { class: "btn small", href: profileHref(account.username) }, [t("account.page.profile")]),
+        el("button", { type: "button", class: "btn small", testid: "account-password", onclick: openPassword }, [t("account.password.change")]),
+        el("button", { type: "button", class: "btn small", testid: "account-claim", onclick: claimGames }, [t("account.claim")]),
+        el("button", { type: "button", class: "btn small danger", testid: "account-logout-all", onclick: logoutEverywhere }, [t("account.logoutAll")]),
       ]),
-      el("h2", { id: "tokens-title" }, ["API tokens"]),
-      el("p", { class: "muted small" }, [
-        "A token lets a bot or a script act for your account (send it as “Authorization: Bearer TOKEN”). Keep it secret; revoke it when it is not needed any more.",
-      ]),
+      el("h2", { id: "tokens-title" }, [t("account.page.tokens")]),
+      el("p", { class: "muted small" }, [t("account.page.tokens.intro", { header: `Authorization: Bearer ${t("account.page.tokenWord")}` })]),
       list,
       secret,
       tokenForm(list, secret),
@@ -77,27 +84,33 @@ async function loadTokens(list) {
   }
   list.dataset.state = "done";
   if (!tokens.length) {
-    list.replaceChildren(el("p", { class: "muted", testid: "tokens-empty" }, ["No tokens yet."]));
+    list.replaceChildren(el("p", { class: "muted", testid: "tokens-empty" }, [t("account.page.tokens.none")]));
     return;
   }
-  const when = (ms) => (ms ? new Date(ms).toLocaleString() : "never");
+  const when = (ms) => (ms ? formatDate(ms, true) : t("account.page.never"));
   list.replaceChildren(
     el("table", { class: "data-table" }, [
-      el("thead", {}, [el("tr", {}, ["Description", "Scopes", "Created", "Last used", ""].map((h) => el("th", { scope: "col" }, [h])))]),
+      el("thead", {}, [el("tr", {}, [
+                t("account.page.col.description"),
+                t("account.page.col.scopes"),
+                t("account.page.col.created"),
+                t("account.page.col.used"),
+                "",
+              ].map((h) => el("th", { scope: "col" }, [h])))]),
       el(
         "tbody",
         {},
         tokens.map((token) =>
           el("tr", { testid: `token-${token.id}` }, [
-            el("td", {}, [token.description || "(no description)"]),
-            el("td", {}, [(token.scopes || []).join(", ")]),
+            el("td", {}, [token.description || t("account.page.noDescription")]),
+            el("td", {}, [(token.scopes || []).map(scopeName).join(", ")]),
             el("td", {}, [when(token.created_ms)]),
             el("td", {}, [when(token.used_ms)]),
             el("td", {}, [
               el(
                 "button",
                 { type: "button", class: "btn small danger", testid: `revoke-${token.id}`, onclick: () => revoke(token, list) },
-                ["Revoke"],
+                [t("account.page.revoke")],
               ),
             ]),
           ]),
@@ -110,7 +123,7 @@ async function loadTokens(list) {
 async function revoke(token, list) {
   try {
     await sendJson("DELETE", `/api/tokens/${encodeURIComponent(token.id)}`);
-    showNotice(`The token “${token.description || token.id}” is revoked.`);
+    showNotice(t("account.page.revoked", { name: token.description || token.id }));
     loadTokens(list);
   } catch (err) {
     reportError(err);
@@ -121,15 +134,22 @@ function tokenForm(list, secret) {
   const error = el("p", { class: "form-error", role: "alert", testid: "token-error", hidden: true });
   const form = el("form", { class: "token-form", testid: "token-form" }, [
     el("label", { class: "field", for: "token-description" }, [
-      el("span", {}, ["New token: what is it for?"]),
-      el("input", { id: "token-description", name: "description", maxlength: "100", required: true, placeholder: "e.g. my chess bot", testid: "token-description" }),
+      el("span", {}, [t("account.page.new.label")]),
+      el("input", {
+        id: "token-description",
+        name: "description",
+        maxlength: "100",
+        required: true,
+        placeholder: t("account.page.new.placeholder"),
+        testid: "token-description",
+      }),
     ]),
     el(
       "fieldset",
       { class: "checks" },
       [
-        el("legend", {}, ["Scopes"]),
-        ...SCOPES.map(([scope, label, checked]) =>
+        el("legend", {}, [t("account.page.col.scopes")]),
+        ...scopes().map(([scope, label, checked]) =>
           el("label", { class: "check-inline" }, [
             el("input", { type: "checkbox", name: "scopes", value: scope, checked, testid: `token-scope-${scope}` }),
             ` ${label}`,
@@ -138,7 +158,7 @@ function tokenForm(list, secret) {
       ],
     ),
     error,
-    el("button", { type: "submit", class: "btn primary", testid: "token-create" }, ["Create token"]),
+    el("button", { type: "submit", class: "btn primary", testid: "token-create" }, [t("account.page.new.create")]),
   ]);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -162,8 +182,8 @@ function tokenForm(list, secret) {
 
 /** The new token's secret, once, with a copy button. */
 function showSecret(box, token) {
-  const input = el("input", { id: "token-secret", readonly: true, value: token, testid: "token-secret", "aria-label": "Your new token" });
-  const copy = el("button", { type: "button", class: "btn small", testid: "token-copy" }, ["Copy"]);
+  const input = el("input", { id: "token-secret", readonly: true, value: token, testid: "token-secret", "aria-label": t("account.page.secret.label") });
+  const copy = el("button", { type: "button", class: "btn small", testid: "token-copy" }, [t("account.page.copy")]);
   copy.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(token);
@@ -171,10 +191,10 @@ function showSecret(box, token) {
       input.select();
       document.execCommand("copy");
     }
-    copy.textContent = "Copied";
+    copy.textContent = t("common.copied");
   });
   box.replaceChildren(
-    el("p", {}, [el("strong", {}, ["Your new token. Copy it now: it is shown only this once."])]),
+    el("p", {}, [el("strong", {}, [t("account.page.secret.once")])]),
     el("span", { class: "copy-row" }, [input, copy]),
   );
   box.hidden = false;

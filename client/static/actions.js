@@ -3,44 +3,61 @@
 // (watcher count, "watching", flip) and the first-move countdown.
 //
 // Each action is one message ({"type": "draw", "room", "token", "action": "offer"}, ...)
-// whose success is the room's next broadcast state; errors come back in words.
-// A panel of the game screen (game.js).
+// whose success is the room's next broadcast state; errors come back in words. The draw
+// button shows only in games where a draw can be agreed (the catalogue's `draws`).
+// Words from the catalogue (actions.*). A panel of the game screen (game.js).
 
 import { el } from "./boards/common.js";
 import { durationWords, onTick, secondsLeft, timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
+import { t } from "./i18n.js";
 import { clearNotice, setNotice, store, toggleFlip } from "./store.js";
-import { $ } from "./util.js";
+import { $, sideName as gameSide } from "./util.js";
 
 const NOTICE_MS = 6000;
 
 let noticeTimer = null; // takes the decline notice away
 
 const OFFER_WORDS = {
-  draw: { theirs: (who) => `${who} offers a draw.`, mine: "You offered a draw.", spectator: (who) => `${who} offers a draw.` },
-  takeback: {
-    theirs: (who) => `${who} asks to take back their last move.`,
-    mine: "You asked to take back your last move.",
-    spectator: (who) => `${who} asks for a takeback.`,
+  draw: {
+    theirs: (who) => t("actions.offer.draw.theirs", { who }),
+    mine: () => t("actions.offer.draw.mine"),
+    spectator: (who) => t("actions.offer.draw.spectator", { who }),
   },
-  rematch: { theirs: (who) => `${who} offers a rematch.`, mine: "You offered a rematch.", spectator: (who) => `${who} offers a rematch.` },
+  takeback: {
+    theirs: (who) => t("actions.offer.takeback.theirs", { who }),
+    mine: () => t("actions.offer.takeback.mine"),
+    spectator: (who) => t("actions.offer.takeback.spectator", { who }),
+  },
+  rematch: {
+    theirs: (who) => t("actions.offer.rematch.theirs", { who }),
+    mine: () => t("actions.offer.rematch.mine"),
+    spectator: (who) => t("actions.offer.rematch.spectator", { who }),
+  },
 };
 
 const DECLINES = {
-  draw_decline: "declined the draw offer",
-  takeback_decline: "declined the takeback",
-  rematch_decline: "declined the rematch",
+  draw_decline: (who) => t("actions.declined.draw", { who }),
+  takeback_decline: (who) => t("actions.declined.takeback", { who }),
+  rematch_decline: (who) => t("actions.declined.rematch", { who }),
 };
 
 function seated() {
   return (store.you === 0 || store.you === 1) && Boolean(store.token);
 }
 
+/** "White (ann)", "White (Computer, level 5)", or the side alone. */
 function sideName(state, seat) {
   const info = state.seats[seat];
-  const side = state.players[seat];
-  if (info && info.kind === "ai") return `${side} (${info.name || `AI level ${info.level}`})`;
-  return info && info.name ? `${side} (${info.name})` : side;
+  const side = gameSide(state.game, seat);
+  if (info && info.kind === "ai") return t("actions.side.named", { side, name: t("common.ai.level", { level: info.level }) });
+  return info && info.name ? t("actions.side.named", { side, name: info.name }) : side;
+}
+
+/** Whether a draw can be agreed in this game (the catalogue's `draws`; true if unknown). */
+export function drawsAllowed(gameName) {
+  const game = store.gamesByName.get(gameName);
+  return !(game && game.draws === false);
 }
 
 /** Whether the game may still be aborted: a waiting room, or not both sides have moved. */
@@ -74,14 +91,15 @@ export function renderActions(state, myTurn) {
   $("resign-btn").hidden = !(me && playing);
 
   const draw = $("draw-btn");
-  draw.hidden = !(me && playing);
+  draw.hidden = !(me && playing && drawsAllowed(state.game));
   draw.disabled = offers.draw === you;
-  draw.textContent = offers.draw === you ? "Draw offered" : offers.draw === 1 - you ? "Accept the draw" : "Offer a draw";
+  draw.textContent =
+    offers.draw === you ? t("actions.draw.offered") : offers.draw === 1 - you ? t("actions.draw.accept") : t("actions.draw.offer");
 
   const takeback = $("takeback-btn");
   takeback.hidden = !(me && playing && state.moves.some((move) => move.seat === you));
   takeback.disabled = offers.takeback === you;
-  takeback.textContent = offers.takeback === you ? "Takeback asked" : "Ask to take back";
+  takeback.textContent = offers.takeback === you ? t("actions.takeback.asked") : t("actions.takeback.ask");
 
   $("abort-btn").hidden = !(me && mayAbort(state));
 
@@ -89,10 +107,11 @@ export function renderActions(state, myTurn) {
   const rematch = $("rematch-offer-btn");
   rematch.hidden = !(me && over);
   if (state.next_room) {
-    rematch.textContent = "Go to the rematch";
+    rematch.textContent = t("actions.rematch.go");
     rematch.disabled = false;
   } else {
-    rematch.textContent = offers.rematch === you ? "Rematch offered" : offers.rematch === 1 - you ? "Accept the rematch" : "Rematch";
+    rematch.textContent =
+      offers.rematch === you ? t("actions.rematch.offered") : offers.rematch === 1 - you ? t("actions.rematch.accept") : t("actions.rematch.offer");
     rematch.disabled = offers.rematch === you;
   }
   $("rematch-btn").hidden = !over;
@@ -114,15 +133,15 @@ function renderOffer(state) {
     if (!seated()) {
       lines.push(el("p", { testid: `offered-${kind}` }, [words.spectator(sideName(state, seat))]));
     } else if (seat === store.you) {
-      lines.push(el("p", { class: "muted", testid: `offered-${kind}` }, [`${words.mine} Waiting for an answer.`]));
+      lines.push(el("p", { class: "muted", testid: `offered-${kind}` }, [t("actions.offer.waiting", { offer: words.mine() })]));
     } else {
       lines.push(
         el("p", { testid: `offered-${kind}`, dataset: { kind } }, [
           words.theirs(sideName(state, seat)),
           " ",
-          el("button", { type: "button", class: "btn small primary", testid: `${kind}-accept`, onclick: () => offer(kind, "accept") }, ["Accept"]),
+          el("button", { type: "button", class: "btn small primary", testid: `${kind}-accept`, onclick: () => offer(kind, "accept") }, [t("actions.accept")]),
           " ",
-          el("button", { type: "button", class: "btn small", testid: `${kind}-decline`, onclick: () => offer(kind, "decline") }, ["Decline"]),
+          el("button", { type: "button", class: "btn small", testid: `${kind}-decline`, onclick: () => offer(kind, "decline") }, [t("actions.decline")]),
         ]),
       );
     }
@@ -130,7 +149,7 @@ function renderOffer(state) {
   const event = state.event || {};
   if (DECLINES[event.kind] && event.seat !== store.you && store.notice !== state.version) {
     // Said once, for a few seconds, when it happens.
-    setNotice(state.version, `${sideName(state, event.seat)} ${DECLINES[event.kind]}.`);
+    setNotice(state.version, DECLINES[event.kind](sideName(state, event.seat)));
     clearTimeout(noticeTimer);
     noticeTimer = setTimeout(() => {
       clearNotice();
@@ -148,10 +167,11 @@ function renderViewBar(state) {
   $("board-help").hidden = watching || state.status !== "playing";
   const count = Number(state.spectators || 0);
   const watchers = $("watchers");
-  watchers.textContent = count ? `${count} watching` : "";
+  watchers.textContent = count ? t("actions.watchers", { n: count }) : "";
   watchers.hidden = count === 0;
   watchers.dataset.count = String(count);
-  $("time-control-label").textContent = `${timeControlText(state.clock)}${state.rated ? " · rated" : ""}`;
+  const control = timeControlText(state.clock);
+  $("time-control-label").textContent = state.rated ? t("actions.timeControl.rated", { control }) : control;
   $("time-control-label").dataset.rated = String(Boolean(state.rated));
   $("flip-btn").setAttribute("aria-pressed", String(Boolean(store.flip)));
 }
@@ -174,10 +194,11 @@ function renderFirstMove(state) {
   const ms = by - store.conn.serverNow();
   const left = secondsLeft(ms);
   const mover = state.to_move;
+  const time = durationWords(ms);
   const text =
     mover === store.you && seated()
-      ? `Make your first move within ${durationWords(ms)}, or the game is aborted.`
-      : `${sideName(state, mover)} has ${durationWords(ms)} to make a first move, or the game is aborted.`;
+      ? t("actions.firstMove.yours", { time })
+      : t("actions.firstMove.theirs", { who: sideName(state, mover), time });
   if (line.textContent !== text) line.textContent = text;
   line.dataset.seconds = String(left);
   line.classList.toggle("low", left <= 10);
@@ -204,10 +225,7 @@ function renderClaim(state) {
   const after = Number(state.claim_after_ms || 0);
   const wait = info.gone_ms + after - store.conn.serverNow();
   const who = sideName(state, seat);
-  const text =
-    wait > 0
-      ? `${who} has left the game. If they do not come back within ${durationWords(wait)}, you may claim the win.`
-      : `${who} has left the game. You may claim the win, or call it a draw.`;
+  const text = wait > 0 ? t("actions.claim.wait", { who, time: durationWords(wait) }) : t("actions.claim.ready", { who });
   if ($("claim-text").textContent !== text) $("claim-text").textContent = text;
   box.dataset.ready = String(wait <= 0);
   $("claim-win").hidden = wait > 0;
@@ -224,10 +242,10 @@ export function wireActions({ choose, followRematch, rerender }) {
   $("takeback-btn").addEventListener("click", () => offer("takeback"));
   $("abort-btn").addEventListener("click", async () => {
     const sure = await choose({
-      title: "Abort this game? It ends with no result.",
+      title: t("actions.abort.title"),
       options: [
-        { label: "Abort", value: "yes", testid: "abort-yes", danger: true },
-        { label: "Keep playing", value: null, testid: "abort-no" },
+        { label: t("actions.abort.yes"), value: "yes", testid: "abort-yes", danger: true },
+        { label: t("actions.abort.no"), value: null, testid: "abort-no" },
       ],
     });
     if (sure === "yes") send("abort", {});

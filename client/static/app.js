@@ -34,23 +34,36 @@ import { loadAccount, wireAccount } from "./account.js";
 import "./accountpage.js";
 import { onChat, wireChat } from "./chat.js";
 import { hideError, showError } from "./errors.js";
+import { LANGUAGES, language, setLanguage, t, translateDom } from "./i18n.js";
 import { clearPending, onSeat, onState, onThinking, renderGame, wireGame } from "./game.js";
 import { wireGamePage } from "./gamepage.js";
 import { onLiveGames, wireLobby } from "./lobby.js";
 import "./players.js";
 import { leaveRoom, route } from "./router.js";
+import { wireRules } from "./rules.js";
 import { onPaired, onSeeks, wireSeeks } from "./seeks.js";
+import { wireSettings } from "./settings.js";
+import { recentSounds } from "./sounds.js";
+import { prefs } from "./storage.js";
 import { store } from "./store.js";
+import { applyTheme } from "./themes.js";
 import { $ } from "./util.js";
 
 // -- connection -------------------------------------------------------------------------------
 
-const CONNECTION_LABELS = { connecting: "connecting…", open: "online", reconnecting: "reconnecting…", closed: "offline" };
+// The pill's words: common.connection.<state> (connecting, open, reconnecting, closed).
+const CONNECTION_KEYS = {
+  idle: "common.connection.idle",
+  connecting: "common.connection.connecting",
+  open: "common.connection.open",
+  reconnecting: "common.connection.reconnecting",
+  closed: "common.connection.closed",
+};
 
 store.conn.addEventListener("status", (event) => {
   const pill = document.querySelector("[data-testid=connection]");
   pill.dataset.state = event.detail;
-  pill.textContent = CONNECTION_LABELS[event.detail] || event.detail;
+  pill.textContent = t(CONNECTION_KEYS[event.detail] || "common.connection.closed");
   // On the game screen, say in words why nothing moves.
   $("offline").hidden = event.detail !== "reconnecting";
 });
@@ -103,7 +116,7 @@ function copyField(id, button) {
   const input = $(id);
   const done = () => {
     const label = button.textContent;
-    button.textContent = "Copied";
+    button.textContent = t("common.copied");
     setTimeout(() => (button.textContent = label), 1400);
   };
   if (navigator.clipboard && window.isSecureContext) {
@@ -119,13 +132,49 @@ function copyField(id, button) {
   }
 }
 
+/**
+ * The language switch of the top bar (#lang-select): the catalogue's languages, the one on
+ * screen chosen; choosing another stores it and reloads the page (i18n.js setLanguage).
+ * index.html holds the <select>; a page without it gets one at the end of the top bar.
+ */
+function wireLanguage() {
+  let select = $("lang-select");
+  if (!select) {
+    select = document.createElement("select");
+    select.id = "lang-select";
+    select.className = "lang-select";
+    select.dataset.testid = "lang-select";
+    (document.querySelector(".topbar-end") || document.querySelector(".topbar") || document.body).append(select);
+  }
+  select.setAttribute("aria-label", t("common.language"));
+  select.title = t("common.language");
+  select.replaceChildren(
+    ...LANGUAGES.map(({ code, name }) => {
+      const option = document.createElement("option");
+      option.value = code;
+      option.lang = code;
+      option.textContent = name;
+      option.selected = code === language();
+      return option;
+    }),
+  );
+  select.addEventListener("change", () => setLanguage(select.value));
+}
+
 function wire() {
+  translateDom();
+  applyTheme(prefs.get("boardTheme", "green"));
+  wireLanguage();
+  const pill = document.querySelector("[data-testid=connection]");
+  if (pill) pill.textContent = t(CONNECTION_KEYS[pill.dataset.state] || "common.connection.idle");
   wireAccount();
   wireGamePage();
   wireGame();
   wireChat();
   wireSeeks();
   wireLobby();
+  wireRules();
+  wireSettings();
   $("error").addEventListener("click", (event) => {
     if (event.target.classList.contains("close")) hideError();
   });
@@ -157,6 +206,10 @@ window.kibitz = {
   /** The server's clock minus ours, in ms, and how many pongs it was estimated from. */
   get clockOffset() {
     return { ms: store.conn.offsetMs, samples: store.conn.offsetSamples.length };
+  },
+  /** The names of the last sounds played ("move", "capture", ...; sounds.js), oldest first. */
+  get sounds() {
+    return recentSounds();
   },
   /** Drop the socket as a network failure would (tests the reconnection path). */
   dropConnection() {

@@ -4,15 +4,18 @@
 //   {"type": "chat", "room", "channel": "players" | "spectators",
 //    "messages": [{"id", "seat", "name", "text", "at"}]}
 // Chat is text typed by other people: it is only ever put in the page as text nodes
-// (el() children, textContent), never as HTML. A panel of the game screen (game.js).
+// (el() children, textContent), never as HTML. Against the computer the players' channel
+// says so: the computer does not chat. Words from the catalogue (chat.*). A panel of the
+// game screen (game.js).
 
 import { currentAccount } from "./account.js";
 import { el } from "./boards/common.js";
 import { reportPlayer } from "./civil.js";
 import { friendlyError } from "./errors.js";
+import { t } from "./i18n.js";
 import { prefs } from "./storage.js";
 import { store } from "./store.js";
-import { $ } from "./util.js";
+import { $, sideName } from "./util.js";
 
 const MAX_CHARS = 300;
 const KEEP_LINES = 100;
@@ -51,11 +54,11 @@ export function onChat(message) {
 function who(line) {
   const state = store.state;
   if (Number.isInteger(line.seat) && state) {
-    const side = state.players[line.seat];
+    const side = sideName(state.game, line.seat);
     const name = line.account || line.name;
-    return name ? `${name} (${side})` : side;
+    return name ? t("chat.who", { name, side }) : side;
   }
-  return line.account || line.name || "Spectator";
+  return line.account || line.name || t("chat.spectator");
 }
 
 /** A "Report" button on a line said by another account, for a signed-in reader. */
@@ -68,28 +71,41 @@ function reportButton(line) {
       type: "button",
       class: "btn ghost small chat-report",
       testid: "report-line",
-      title: `Report this line by ${line.account}`,
-      "aria-label": `Report this line by ${line.account}`,
+      title: t("chat.report.title", { name: line.account }),
+      "aria-label": t("chat.report.title", { name: line.account }),
       onclick: () => reportPlayer(line.account, { room: chat.room, line: String(line.text ?? "") }),
     },
-    ["Report"],
+    [t("chat.report")],
   );
+}
+
+/** Whether the viewer plays the computer (its seat in the players' channel reads nothing). */
+function againstComputer() {
+  const state = store.state;
+  if (!state || myChannel() !== "players") return false;
+  const other = state.seats && state.seats[1 - store.you];
+  return Boolean(other && other.kind === "ai");
 }
 
 export function renderChat() {
   const channel = myChannel();
-  $("chat-channel").textContent = channel === "players" ? "with your opponent" : "among spectators";
+  const computer = againstComputer();
+  let words = t("chat.channel.spectators");
+  if (channel === "players") words = computer ? t("chat.channel.computer") : t("chat.channel.players");
+  $("chat-channel").textContent = words;
   $("chat-panel").dataset.channel = channel;
+  $("chat-panel").dataset.computer = String(computer);
   const list = $("chat");
   const lines = [...chat.lines[channel].values()].sort((a, b) => (a.at || 0) - (b.at || 0));
   if (!lines.length) {
-    list.replaceChildren(el("li", { class: "empty muted" }, ["No messages yet."]));
+    list.replaceChildren(el("li", { class: "empty muted" }, [computer ? t("chat.empty.computer") : t("chat.empty")]));
     return;
   }
   list.replaceChildren(
     ...lines.map((line) =>
       el("li", { class: ["chat-line", Number.isInteger(line.seat) && line.seat === store.you && "mine"], testid: "chat-line" }, [
-        el("strong", { class: "chat-who" }, [`${who(line)}: `]),
+        el("strong", { class: "chat-who" }, [t("chat.line.who", { who: who(line) })]),
+        " ",
         el("span", { class: "chat-text" }, [String(line.text ?? "")]),
         reportButton(line),
       ]),
@@ -98,15 +114,16 @@ export function renderChat() {
   list.scrollTop = list.scrollHeight;
 }
 
-function showChatError(code, message) {
+/** The error in words; the code and the server's own words stay out of sight (data-code,
+ *  title) for tests and reports. `detail`: words of this page to add (already translated). */
+function showChatError(code, message, detail = "") {
   const box = $("chat-error");
   box.replaceChildren(
-    el("span", {}, [`${friendlyError(code)}. `]),
-    el("span", { class: "detail" }, [message || ""]),
-    " ",
-    el("code", { class: "code", testid: "chat-error-code" }, [code || ""]),
+    el("span", {}, [t("chat.error", { error: friendlyError(code) })]),
+    detail ? el("span", { class: "detail" }, [` ${detail}`]) : null,
   );
   box.dataset.code = code || "";
+  box.title = [code, message].filter(Boolean).join(": ");
   box.hidden = false;
 }
 
@@ -116,7 +133,7 @@ async function sendChat(event) {
   const text = input.value.trim();
   if (!text || !store.room) return;
   if (text.length > MAX_CHARS) {
-    showChatError("chat/invalid", `at most ${MAX_CHARS} characters`);
+    showChatError("chat/invalid", "", t("chat.tooLong", { n: MAX_CHARS }));
     return;
   }
   const message = { type: "chat", room: store.room, text };

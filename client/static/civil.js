@@ -2,20 +2,24 @@
 // their chat hidden from you and yours from them), report a player or one chat line to
 // the moderators. Used from the game screen (the opponent's name menu, the chat) and the
 // profile page; it needs a signed-in account (the server answers auth/required otherwise).
+// Words from the catalogue (players.civil.*).
 
 import { showNotice, reportError } from "./errors.js";
 import { openForm } from "./forms.js";
+import { t } from "./i18n.js";
 import { sendJson } from "./util.js";
 
 /** The reasons a report may give (docs/accounts.md, "Moderation"), with their words. */
-export const REPORT_REASONS = [
-  ["abuse", "Insults or harassment"],
-  ["cheating", "Cheating (engine help)"],
-  ["spam", "Spam or advertising"],
-  ["name", "An offensive username"],
-  ["abandoning", "Leaving games without finishing them"],
-  ["other", "Something else"],
-];
+export function reportReasons() {
+  return [
+    ["abuse", t("players.civil.reason.abuse")],
+    ["cheating", t("players.civil.reason.cheating")],
+    ["spam", t("players.civil.reason.spam")],
+    ["name", t("players.civil.reason.name")],
+    ["abandoning", t("players.civil.reason.abandoning")],
+    ["other", t("players.civil.reason.other")],
+  ];
+}
 
 function playerPath(username) {
   return `/api/players/${encodeURIComponent(username)}`;
@@ -25,7 +29,7 @@ function playerPath(username) {
 export async function blockPlayer(username) {
   try {
     await sendJson("POST", `${playerPath(username)}/block`);
-    showNotice(`You blocked ${username}: no challenges between you, and neither sees the other's chat.`);
+    showNotice(t("players.civil.blocked", { name: username }));
     return true;
   } catch (err) {
     reportError(err);
@@ -36,7 +40,7 @@ export async function blockPlayer(username) {
 export async function unblockPlayer(username) {
   try {
     await sendJson("DELETE", `${playerPath(username)}/block`);
-    showNotice(`You unblocked ${username}.`);
+    showNotice(t("players.civil.unblocked", { name: username }));
     return true;
   } catch (err) {
     reportError(err);
@@ -50,14 +54,14 @@ export async function unblockPlayer(username) {
  */
 export async function reportPlayer(username, { room = null, line = null } = {}) {
   const filed = await openForm({
-    title: line ? `Report this line by ${username}` : `Report ${username}`,
-    intro: line ? `“${line}”` : "A moderator reads every report. The player is not told who reported them.",
+    title: line ? t("players.civil.report.line", { name: username }) : t("players.civil.report.player", { name: username }),
+    intro: line ? t("players.civil.report.quote", { line }) : t("players.civil.report.intro"),
     testid: "report-form",
     fields: [
-      { name: "reason", label: "Reason", type: "select", options: REPORT_REASONS, value: line ? "abuse" : "other" },
-      { name: "text", label: "What happened (optional)", type: "textarea", maxlength: 1000 },
+      { name: "reason", label: t("players.civil.report.reason"), type: "select", options: reportReasons(), value: line ? "abuse" : "other" },
+      { name: "text", label: t("players.civil.report.text"), type: "textarea", maxlength: 1000 },
     ],
-    submit: "Send the report",
+    submit: t("players.civil.report.send"),
     onSubmit: async ({ reason, text }) => {
       const body = { username, reason };
       if (text.trim()) body.text = text.trim();
@@ -67,6 +71,6 @@ export async function reportPlayer(username, { room = null, line = null } = {}) 
       return true;
     },
   });
-  if (filed) showNotice(`Thank you: your report on ${username} went to the moderators.`);
+  if (filed) showNotice(t("players.civil.report.sent", { name: username }));
   return Boolean(filed);
 }

@@ -6,8 +6,10 @@
 // and the page counts the running side down from `at`, on the server's time as the
 // connection estimates it from pongs (conn.serverNow()), so a skewed local clock does not
 // show a wrong time. Each new state re-syncs. A second ticker (onTick) drives the other
-// countdowns of the game screen (first move, claims).
+// countdowns of the game screen (first move, claims). Words from the catalogue
+// (actions.clock.*).
 
+import { has, t } from "./i18n.js";
 import { store } from "./store.js";
 
 const TICK_MS = 100;
@@ -28,10 +30,10 @@ export const TIME_CONTROLS = {
 
 /** "3+2", "1 day per move", "untimed". */
 export function timeControlText(clock) {
-  if (!clock) return "untimed";
-  if (clock.days_per_move) return `${clock.days_per_move} day${clock.days_per_move === 1 ? "" : "s"} per move`;
+  if (!clock) return t("actions.clock.untimed");
+  if (clock.days_per_move) return t("actions.clock.daysPerMove", { n: clock.days_per_move });
   const initial = clock.initial_ms / 60_000;
-  const base = Number.isInteger(initial) ? String(initial) : `${Math.round(clock.initial_ms / 1000)}s`;
+  const base = Number.isInteger(initial) ? String(initial) : t("actions.clock.secondsShort", { n: Math.round(clock.initial_ms / 1000) });
   return `${base}+${Math.round((clock.increment_ms || 0) / 1000)}`;
 }
 
@@ -44,7 +46,7 @@ export function formatClock(ms) {
   const h = Math.floor(seconds / 3600) % 24;
   const m = Math.floor(seconds / 60) % 60;
   const s = String(seconds % 60).padStart(2, "0");
-  if (days) return `${days} d ${h} h`;
+  if (days) return t("actions.clock.daysHours", { d: days, h });
   if (seconds >= 3600) return `${Math.floor(seconds / 3600)}:${String(m).padStart(2, "0")}:${s}`;
   return `${m}:${s}`;
 }
@@ -57,10 +59,10 @@ export function secondsLeft(ms) {
 /** A countdown in words: "27 s", "12 min", "5 h", "3 days" (rounded up). */
 export function durationWords(ms) {
   const s = secondsLeft(ms);
-  if (s < 120) return `${s} s`;
-  if (s < 7200) return `${Math.ceil(s / 60)} min`;
-  if (s < 172800) return `${Math.ceil(s / 3600)} h`;
-  return `${Math.ceil(s / 86400)} days`;
+  if (s < 120) return t("actions.clock.seconds", { n: s });
+  if (s < 7200) return t("actions.clock.minutes", { n: Math.ceil(s / 60) });
+  if (s < 172800) return t("actions.clock.hours", { n: Math.ceil(s / 3600) });
+  return t("actions.clock.days", { n: Math.ceil(s / 86400) });
 }
 
 /** A seat's remaining time now, on the server's clock. */
@@ -104,8 +106,19 @@ function paintClock(node, state, seat) {
   node.classList.toggle("running", running);
   node.classList.toggle("low", low);
   node.classList.toggle("flagged", ms <= 0);
-  const label = `${state.players[seat]}'s clock: ${text}${low ? ", low time" : ""}${running ? ", running" : ""}`;
+  const side = sideWord(state, seat);
+  const vars = { side, time: text };
+  let label = t("actions.clock.label", vars);
+  if (low && running) label = t("actions.clock.labelLowRunning", vars);
+  else if (low) label = t("actions.clock.labelLow", vars);
+  else if (running) label = t("actions.clock.labelRunning", vars);
   if (node.getAttribute("aria-label") !== label) node.setAttribute("aria-label", label);
+}
+
+/** A seat's side name in the page's language ("White", "Blancs"). */
+function sideWord(state, seat) {
+  const key = `common.side.${state.game}.${seat}`;
+  return has(key) ? t(key) : state.players[seat];
 }
 
 const warned = new Set(); // "room:seat" whose low time was announced
@@ -120,7 +133,7 @@ export function renderClockStrip(state, order = [0, 1]) {
     ...order.map((seat) => {
       const item = document.createElement("span");
       item.className = "strip-seat";
-      item.append(document.createTextNode(`${state.players[seat]} `), clockElement(state, seat, null));
+      item.append(document.createTextNode(`${sideWord(state, seat)} `), clockElement(state, seat, null));
       return item;
     }),
   );
@@ -132,7 +145,7 @@ function warnLowTime(state, seat) {
   if (warned.has(key)) return;
   warned.add(key);
   const alert = document.getElementById("clock-alert");
-  if (alert) alert.textContent = `Low time: ${Math.ceil(remainingMs(state.clock, seat) / 1000)} seconds left on your clock.`;
+  if (alert) alert.textContent = t("actions.clock.lowAlert", { n: Math.ceil(remainingMs(state.clock, seat) / 1000) });
 }
 
 const tickers = new Set();

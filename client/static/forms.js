@@ -1,10 +1,12 @@
 // Small forms in a modal dialog (a native <dialog>: it keeps the focus inside and closes
 // on Escape): log in, sign up, change the password, report a player. A form is described
 // by its fields; its submit runs an async function, and a ServerError it throws is shown
-// inside the form in words (errors.js), the form staying open with what was typed.
+// inside the form in words (errors.js), the form staying open with what was typed. The
+// callers give the words; the form's own ("Cancel") come from the catalogue.
 
 import { el } from "./boards/common.js";
 import { errorSentence } from "./errors.js";
+import { t } from "./i18n.js";
 
 let open = null; // the <dialog> on screen, or null
 
@@ -69,7 +71,7 @@ export function openForm({ title, intro = null, fields, submit, onSubmit, testid
   return new Promise((resolve) => {
     const error = el("p", { class: "form-error", role: "alert", testid: "form-error", hidden: true });
     const button = el("button", { class: ["btn", danger ? "danger" : "primary"], type: "submit", testid: "form-submit" }, [submit]);
-    const cancel = el("button", { class: "btn ghost", type: "button", testid: "form-cancel", onclick: () => dialog.close() }, ["Cancel"]);
+    const cancel = el("button", { class: "btn ghost", type: "button", testid: "form-cancel", onclick: () => dialog.close() }, [t("account.form.cancel")]);
     const form = el("form", { class: "form-dialog-body", method: "dialog", novalidate: false }, [
       el("h2", { id: "form-title" }, [title]),
       intro ? el("p", { class: "muted form-intro" }, [intro]) : null,

@@ -1,12 +1,22 @@
 // The game screen: the board, the players, the moves, sharing links and the dialog for
 // choices. Every "state" snapshot redraws it; a click sends a move from legal_moves.
 // It registers itself with the router as the screen "game" (show a room, join, leave).
+//
+// The feel of a game site lives here too: a move that arrives alone is animated on the
+// board (boards/common.js), each new snapshot plays its sound (sounds.js: move, capture,
+// check, game end, an offer; low time once from the clock's tick), a premove may be picked
+// while the opponent is to move in chess and draughts (premove.js) and is sent the moment
+// the turn comes, and a move may wait for Confirm (prefs "confirmMove": in correspondence
+// games by default). The preferences come from the settings dialog (settings.js).
 
 import { renderActions, wireActions } from "./actions.js";
-import { el, enableArrowKeys } from "./boards/common.js";
+import { animateChange, captureBoard, el, enableArrowKeys } from "./boards/common.js";
 import { renderChat, resetChat } from "./chat.js";
-import { clockElement, renderClockStrip } from "./clock.js";
+import { clockElement, onTick, remainingMs, renderClockStrip } from "./clock.js";
 import { reportError } from "./errors.js";
+import { t } from "./i18n.js";
+import { renderMaterial } from "./material.js";
+import { PREMOVE_GAMES, matchPremove, moveSquares, pseudoMoves } from "./premove.js";
 import { describeResult } from "./result.js";
 import { leaveRoom, navigate, openRoom, registerScreen, showLobby } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
@@ -25,7 +35,22 @@ import {
 } from "./store.js";
 import { currentAccount } from "./account.js";
 import { blockPlayer, reportPlayer } from "./civil.js";
-import { $, aiSeatText, boardFor, botBadge, changeText, fetchJson, loadGames, playerName, profileHref, ratingText } from "./util.js";
+import { renderTextMove } from "./textmove.js";
+import { playSound, setSoundOn, soundOn } from "./sounds.js";
+import {
+  $,
+  aiSeatText,
+  boardFor,
+  botBadge,
+  changeText,
+  fetchJson,
+  gameTitle,
+  loadGames,
+  playerName,
+  profileHref,
+  ratingText,
+  sideName,
+} from "./util.js";
 
 // Boards turned round for the second seat, so each player sees their own side at the bottom.
 const FLIP_FOR_SECOND_SEAT = new Set(["chess", "draughts", "oware"]);
@@ -40,6 +65,15 @@ const ratings = { room: null, changes: null, polling: false };
 let openSeatMenu = null; // the seat whose name menu is open, kept open across redraws
 
 let pendingTimer = null; // gives up waiting for the reply to a move
+
+// The feel of the game screen.
+const LOW_TIME_MS = 10_000; // your clock under this: the low-time sound, once
+const NOTICE_MS = 4000; // how long "premove dropped" shows
+let premove = null; // {room, move}: the one premove, sent when our turn comes
+let confirming = null; // {room, version, move}: a move waiting for Confirm
+let animateVersion = null; // the version whose board is drawn with its move animated
+const lowTimeSounded = new Set(); // "room:seat" whose low time was sounded
+let premoveNotice = null; // {text, timer}: "premove dropped" on screen
 
 // -- messages about the room on screen -------------------------------------------------------
 
@@ -77,9 +111,17 @@ export function onState(message) {
   setSnapshot(message, prevView);
   const mine = store.you !== null && store.you !== undefined && store.token ? message.seats[store.you] : null;
   if (mine && mine.player) player.remember(mine.player);
-  if (!previous || previous.version !== message.version) {
+  const fresh = !previous || previous.version !== message.version;
+  if (fresh) {
     resetUi();
     clearPending();
+  }
+  const oneMove = Boolean(previous) && message.version === previous.version + 1 && message.moves.length === previous.moves.length + 1;
+  animateVersion = oneMove && animationAllowed() ? message.version : null;
+  if (previous && fresh) soundFor(previous, message);
+  if (fresh) {
+    keepConfirmation(message);
+    playPremove(message);
   }
   renderGame();
   renderChat(); // the channel follows the seat
@@ -112,9 +154,10 @@ export function onThinking(message) {
   // The human playing the AI gets no principal variation while the game runs (it would be
   // a hint): the server sends "pv": [] to them.
   const line = (message.pv || []).slice(0, 6).join(" ");
-  const el = $("thinking");
-  el.textContent = `AI thinking: depth ${message.depth}, score ${score}, ${seconds} s${line ? ` — ${line}` : ""}`;
-  el.hidden = false;
+  const node = $("thinking");
+  const text = t("game.thinking", { depth: message.depth, score, seconds });
+  node.textContent = line ? t("game.thinking.line", { text, line }) : text;
+  node.hidden = false;
 }
 
 export function clearPending() {
@@ -149,6 +192,9 @@ async function enterRoom(room, mode) {
   showRoom(room, mode, seatStore.get(room));
   resetChat(room);
   clearPending();
+  premove = null;
+  confirming = null;
+  window.scrollTo(0, 0); // a new game opens at the top of the page
   renderGame();
   loadGames().then(() => store.state && renderGame());
   // Followed from now on: resumed after every reconnection (see sync.js).
@@ -194,16 +240,16 @@ function leave() {
 
 registerScreen("game", { show: enterRoom, join: joinRoom, leave });
 
-function gameTitle(state) {
-  const game = store.gamesByName.get(state.game);
-  return game ? game.title : state.game;
+/** The side a seat plays, in the page's language ("White", "Sud"). */
+function side(state, seat) {
+  return sideName(state.game, seat);
 }
 
 function playerText(state, seat) {
   const info = state.seats[seat];
-  const player = state.players[seat];
-  if (info && info.kind === "ai") return `${player} (${aiSeatText(state.game, info)})`;
-  if (info && (info.account || info.name)) return `${player} (${info.account || info.name})`;
+  const player = side(state, seat);
+  if (info && info.kind === "ai") return t("game.player", { side: player, name: aiSeatText(state.game, info) });
+  if (info && (info.account || info.name)) return t("game.player", { side: player, name: info.account || info.name });
   return player;
 }
 
@@ -214,32 +260,35 @@ function isMyTurn(state) {
 function statusText(state) {
   const you = store.you;
   const seated = you !== null && you !== undefined;
-  if (state.status === "waiting") {
-    return seated ? "Waiting for an opponent to join: send them the invite link." : "Waiting for a second player.";
-  }
-  if (state.status === "over") return "Game over.";
+  if (state.status === "waiting") return seated ? t("game.status.waitingSeated") : t("game.status.waiting");
+  if (state.status === "over") return t("game.status.over");
   const mover = state.seats[state.to_move];
   if (seated && state.to_move === you) {
-    return store.pending ? "Sending your move…" : `Your move: you play ${state.players[you]}.`;
+    return store.pending ? t("game.status.sending") : t("game.status.yourMove", { side: side(state, you) });
   }
-  if (mover && mover.kind === "ai") return `${playerText(state, state.to_move)} is thinking…`;
-  if (seated) return `Waiting for ${playerText(state, state.to_move)} to move.`;
-  return `${playerText(state, state.to_move)} to move.`;
+  if (mover && mover.kind === "ai") return t("game.status.thinking", { player: playerText(state, state.to_move) });
+  if (seated) return t("game.status.waitingFor", { player: playerText(state, state.to_move) });
+  return t("game.status.toMove", { player: playerText(state, state.to_move) });
 }
 
 function resultWords(state) {
   const names = [0, 1].map((seat) => playerText(state, seat));
   const you = store.token ? store.you : null;
+  // The server's side names: result.js translates them and reads the reasons with them.
   return describeResult(state, state.players, you, names);
 }
 
 export function renderGame() {
   $("thinking").hidden = true;
   const state = store.state;
+  renderTextMove(state, { you: store.token ? store.you : null, pending: store.pending, play: playMove }); // H7: text moves, #announce
   if (!state) {
-    $("game-title").textContent = "Connecting…";
-    $("room-id").textContent = store.room ? `room ${store.room}` : "";
-    $("status").textContent = "Loading the game…";
+    $("game-title").textContent = t("game.connecting");
+    $("room-id").textContent = store.room ? t("game.room", { room: store.room }) : "";
+    $("status").textContent = t("game.loading");
+    renderConfirm(null);
+    renderPremove(null);
+    renderMaterial(null);
     $("result").hidden = true;
     $("join-banner").hidden = true;
     $("board").replaceChildren();
@@ -251,16 +300,19 @@ export function renderGame() {
     return;
   }
   const myTurn = isMyTurn(state);
-  $("game-title").textContent = gameTitle(state);
-  $("room-id").textContent = `room ${state.room}`;
+  const title = gameTitle(state.game);
+  $("game-title").textContent = title;
+  $("room-id").textContent = t("game.room", { room: state.room });
   $("flip-btn").hidden = !FLIP_FOR_SECOND_SEAT.has(state.game);
+  const rules = $("rules-btn");
+  if (rules) rules.dataset.rules = state.game; // the rules panel (rules.js) opens on this game
   const status = $("status");
   status.textContent = statusText(state);
   status.dataset.turn = myTurn ? "you" : "other";
   status.dataset.status = state.status;
   const mover = state.seats[state.to_move];
   status.dataset.thinking = String(state.status === "playing" && Boolean(mover) && mover.kind === "ai");
-  document.title = `${myTurn ? "\u25CF Your move \u2014 " : ""}${gameTitle(state)} \u00B7 kibitz`;
+  document.title = myTurn ? t("game.title.yourMove", { game: title }) : `${title} \u00B7 kibitz`;
 
   const result = $("result");
   if (state.status === "over") {
@@ -273,11 +325,11 @@ export function renderGame() {
       el("strong", {}, [text]),
       " ",
       el("a", { href: `?game=${encodeURIComponent(state.room)}`, class: "review-link", testid: "review-link" }, [
-        "Review the game and export it",
+        t("game.review"),
       ]),
       state.next_room && !store.token
         ? el("a", { href: `?watch=${encodeURIComponent(state.next_room)}`, class: "review-link", testid: "next-room-link" }, [
-            "Watch the rematch",
+            t("game.watchRematch"),
           ])
         : null,
       state.rated ? ratingChanges(state) : null,
@@ -293,6 +345,10 @@ export function renderGame() {
   renderMoves(state);
   renderShare(state);
   renderActions(state, myTurn);
+  renderMaterial(state, isFlipped(state)); // captured pieces and the material difference
+  renderConfirm(state);
+  renderPremove(state);
+  renderSoundButton();
   renderBoard();
 }
 
@@ -304,7 +360,7 @@ function ratingChanges(state) {
   if (!ratings.changes) {
     if (!ratings.polling) pollRatings(state.room);
     return el("p", { class: "rating-changes muted", testid: "rating-changes", dataset: { state: "pending" } }, [
-      ratings.polling === "gave-up" ? "The rating changes will show on the game's page." : "Updating the ratings…",
+      ratings.polling === "gave-up" ? t("game.ratings.later") : t("game.ratings.pending"),
     ]);
   }
   return el(
@@ -313,10 +369,10 @@ function ratingChanges(state) {
     ratings.changes.map((change, seat) => {
       if (!change) return null;
       const info = state.seats[seat] || {};
-      const who = `${state.players[seat]} (${info.account || info.name || "?"})`;
+      const who = t("game.player", { side: side(state, seat), name: info.account || info.name || "?" });
       const kind = change.change > 0 ? "up" : change.change < 0 ? "down" : "same";
       return el("li", { testid: `rating-change-${seat}`, dataset: { change: String(change.change) } }, [
-        `${who}${store.you === seat ? ", you" : ""}: ${change.before} \u2192 ${change.after} `,
+        `${store.you === seat ? t("game.ratings.you", { who, before: change.before, after: change.after }) : t("game.ratings.line", { who, before: change.before, after: change.after })} `,
         el("strong", { class: `rating-change ${kind}` }, [`(${changeText(change.change)})`]),
       ]);
     }),
@@ -348,22 +404,22 @@ async function pollRatings(room) {
 // -- a seat's player: name, rating, and the name menu (profile, block, report) ------------------
 
 function seatName(state, seat, info) {
-  if (!info.account) return el("span", {}, [info.name || "Anonymous"]);
+  if (!info.account) return el("span", {}, [info.name || t("common.anonymous")]);
   const me = currentAccount();
   const mine = me && me.username.toLowerCase() === info.account.toLowerCase();
   if (mine || !me) return el("a", { href: profileHref(info.account), class: "player-link", testid: `seat-name-${seat}` }, [info.account]);
   const menu = el("details", { class: "menu seat-menu", testid: `seat-menu-${seat}`, open: openSeatMenu === seat }, [
-    el("summary", { class: "player-link", testid: `seat-name-${seat}`, "aria-label": `${info.account}: profile, block or report` }, [info.account]),
+    el("summary", { class: "player-link", testid: `seat-name-${seat}`, "aria-label": t("game.seat.menu", { account: info.account }) }, [info.account]),
     el("ul", { class: "menu-list", role: "menu" }, [
-      el("li", { role: "none" }, [el("a", { href: profileHref(info.account), role: "menuitem", testid: `seat-profile-${seat}` }, ["View profile"])]),
+      el("li", { role: "none" }, [el("a", { href: profileHref(info.account), role: "menuitem", testid: `seat-profile-${seat}` }, [t("game.seat.profile")])]),
       el("li", { role: "none" }, [
-        el("button", { type: "button", class: "menu-item", role: "menuitem", testid: `seat-block-${seat}`, onclick: () => blockPlayer(info.account) }, ["Block"]),
+        el("button", { type: "button", class: "menu-item", role: "menuitem", testid: `seat-block-${seat}`, onclick: () => blockPlayer(info.account) }, [t("game.seat.block")]),
       ]),
       el("li", { role: "none" }, [
         el(
           "button",
           { type: "button", class: "menu-item", role: "menuitem", testid: `seat-report-${seat}`, onclick: () => reportPlayer(info.account, { room: state.room }) },
-          ["Report"],
+          [t("game.seat.report")],
         ),
       ]),
     ]),
@@ -388,9 +444,9 @@ function renderJoinBanner(state) {
   banner.hidden = !show;
   if (!show) return;
   const taken = state.seats.find((seat) => seat.taken);
-  const host = taken ? playerText(state, taken.seat) : "A player";
-  $("join-banner-text").textContent = `${host} is waiting for an opponent. Join as ${state.players[free[0]]}?`;
-  $("join-seat").textContent = `Play as ${state.players[free[0]]}`;
+  const host = taken ? playerText(state, taken.seat) : t("game.join.someone");
+  $("join-banner-text").textContent = t("game.join.text", { host, side: side(state, free[0]) });
+  $("join-seat").textContent = t("game.join.playAs", { side: side(state, free[0]) });
   $("join-seat").dataset.seat = String(free[0]);
   if (!$("join-name").value) $("join-name").value = prefs.get("name", "");
 }
@@ -409,6 +465,8 @@ function renderSeats(state) {
   // The strip above the board (narrow screens): the side at the top of the board first.
   const bottom = oriented ? (isFlipped(state) ? 1 : 0) : store.you === 0 || store.you === 1 ? store.you : 1;
   renderClockStrip(state, [1 - bottom, bottom]);
+  // The layout (style.css) puts the player at the bottom of the board under it, the other above.
+  $("game").dataset.bottom = String(bottom);
   for (const seat of [0, 1]) {
     const info = state.seats[seat] || { taken: false, kind: "human" };
     const box = $(`seat-${seat}`);
@@ -419,7 +477,7 @@ function renderSeats(state) {
       name = aiSeatText(state.game, info);
       // Which engine played its last move ("kibitz" is our own searcher).
       if (info.engine && info.engine !== "kibitz") name = `${name} · ${info.engine}`;
-    } else if (!info.taken) name = "Waiting for a player…";
+    } else if (!info.taken) name = t("game.seat.open");
     else name = seatName(state, seat, info);
     const rating = ratingText(info.rating, info.provisional);
     box.className = ["seat", turn && "turn", store.you === seat && "mine", !info.taken && "open"].filter(Boolean).join(" ");
@@ -429,27 +487,27 @@ function renderSeats(state) {
       el("span", { class: `swatch swatch-${state.game}-${seat}`, "aria-hidden": "true" }),
       el("span", { class: "seat-text" }, [
         el("span", { class: "seat-player" }, [
-          state.players[seat],
-          store.you === seat ? el("span", { class: "tag" }, ["you"]) : null,
-          info.kind === "ai" ? el("span", { class: "tag ai" }, ["AI"]) : null,
+          side(state, seat),
+          store.you === seat ? el("span", { class: "tag" }, [t("game.seat.you")]) : null,
+          info.kind === "ai" ? el("span", { class: "tag ai" }, [t("game.seat.ai")]) : null,
         ]),
         el("span", { class: "seat-name muted" }, [
           name,
           botBadge(info.bot),
           rating
-            ? el("span", { class: "rating", testid: `seat-rating-${seat}`, title: info.provisional ? "provisional rating" : "rating" }, [` ${rating}`])
+            ? el("span", { class: "rating", testid: `seat-rating-${seat}`, title: info.provisional ? t("common.rating.provisional") : t("common.rating") }, [` ${rating}`])
             : null,
         ]),
       ]),
       info.taken
         ? el("span", {
             class: ["dot", connected ? "on" : "off"],
-            title: connected ? "connected" : "disconnected",
-            "aria-label": connected ? "connected" : "disconnected",
+            title: connected ? t("game.seat.connected") : t("game.seat.disconnected"),
+            "aria-label": connected ? t("game.seat.connected") : t("game.seat.disconnected"),
             role: "img",
           })
         : null,
-      turn ? el("span", { class: "turn-mark", "aria-label": "to move", role: "img" }, ["\u25C0"]) : null,
+      turn ? el("span", { class: "turn-mark", "aria-label": t("game.seat.toMove"), role: "img" }, ["\u25C0"]) : null,
       clockElement(state, seat),
     ];
     box.replaceChildren(...parts.filter(Boolean));
@@ -478,7 +536,7 @@ function renderMoves(state) {
       ),
     );
   });
-  if (!rows.length) rows.push(el("li", { class: "empty muted" }, ["No moves yet."]));
+  if (!rows.length) rows.push(el("li", { class: "empty muted" }, [t("game.moves.none")]));
   list.replaceChildren(...rows);
   list.scrollTop = list.scrollHeight;
 }
@@ -498,12 +556,19 @@ async function renderBoard() {
   const board = await boardFor(state.game);
   if (state !== store.state) return; // a newer snapshot arrived while the module loaded
   const myTurn = isMyTurn(state);
-  const canMove = myTurn && !store.pending;
+  const waiting = confirming && confirming.room === state.room;
+  const canMove = myTurn && !store.pending && !waiting;
+  const premoving = !myTurn && canPremove(state);
+  // The board before this redraw, when this version's move is to be animated on it.
+  const animate = animateVersion === state.version && Number(root.dataset.version) === state.version - 1;
+  const before = animate ? captureBoard(root) : null;
+  if (animateVersion === state.version) animateVersion = null;
   root.dataset.game = state.game;
   root.dataset.version = String(state.version);
   root.dataset.status = state.status;
   root.dataset.turn = myTurn ? "you" : "other";
   root.classList.toggle("my-turn", canMove);
+  root.classList.toggle("premoving", premoving);
   // Keep the keyboard focus on the same square across redraws.
   const focused = root.contains(document.activeElement) ? document.activeElement.getAttribute("data-testid") : null;
   root.replaceChildren();
@@ -516,15 +581,19 @@ async function renderBoard() {
     view: state.view,
     you: store.you,
     flipped: isFlipped(state),
-    canMove,
-    legal: canMove ? state.legal_moves : [],
+    canMove: canMove || premoving,
+    premove: premoving,
+    // While the opponent is to move: any own piece to any square, kept as a premove.
+    legal: canMove ? state.legal_moves : premoving ? pseudoMoves(state.game, state.view, store.you) : [],
     lastMove: state.last_move ? state.last_move.move : null,
     prevView: store.prevView,
     ui: store.ui,
-    play: playMove,
+    play: premoving ? setPremove : playMove,
     choose,
     rerender: renderBoard,
   });
+  markSquares(root, state);
+  if (before) animateChange(root, before);
   if (focused) {
     const again = root.querySelector(`[data-testid="${focused}"]`);
     if (again && !again.disabled) again.focus();
@@ -555,11 +624,29 @@ export function wireGame() {
   $("dialog").addEventListener("click", (event) => {
     if (event.target === $("dialog")) cancelChoice();
   });
+  wireFeel();
 }
 
+/** A move picked on the board, by the pass button or as text: confirmed first when the
+ *  preferences ask for it, else sent at once. */
 function playMove(move) {
   const state = store.state;
   if (!state || store.pending || !store.token || !isMyTurn(state)) return;
+  if (needsConfirmation(state)) {
+    confirming = { room: state.room, version: state.version, move };
+    renderGame();
+    const yes = $("confirm-move-btn");
+    if (yes) yes.focus();
+    return;
+  }
+  sendMove(move);
+}
+
+/** Send `move` for the version on screen (and redraw, unless the caller will). */
+function sendMove(move, redraw = true) {
+  const state = store.state;
+  if (!state || store.pending || !store.token || !isMyTurn(state)) return;
+  confirming = null;
   setPending(true);
   clearTimeout(pendingTimer);
   pendingTimer = setTimeout(() => {
@@ -575,21 +662,321 @@ function playMove(move) {
     if (!(err.code === "client/timeout" && store.conn.status !== "open")) reportError(err);
     if (store.state) renderGame();
   });
-  renderGame();
+  if (redraw) renderGame();
 }
 
 async function resign() {
   const state = store.state;
   if (!state || !store.token) return;
   const sure = await choose({
-    title: "Resign this game?",
+    title: t("game.resign.title"),
     options: [
-      { label: "Resign", value: "yes", testid: "choice-yes", danger: true },
-      { label: "Keep playing", value: null, testid: "choice-no" },
+      { label: t("game.resign.yes"), value: "yes", testid: "choice-yes", danger: true },
+      { label: t("game.resign.no"), value: null, testid: "choice-no" },
     ],
   });
   if (sure !== "yes" || store.state.room !== state.room) return;
   store.conn.request({ type: "resign", room: state.room, token: store.token }).catch(reportError);
+}
+
+
+// -- the feel of a game site: animation, sounds, premoves, move confirmation ------------------
+
+/** Moves are animated unless the player turned it off, asks for less motion or looks away. */
+function animationAllowed() {
+  if (prefs.get("animation", true) === false || document.hidden) return false;
+  return !(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
+}
+
+function pieceCount(view) {
+  if (!view || !Array.isArray(view.rows)) return null;
+  return view.rows.flat().filter(Boolean).length;
+}
+
+/** The sound of a move, from what the snapshots show (no rule): check, capture or move. */
+function moveSound(previous, state) {
+  const last = state.last_move || state.moves[state.moves.length - 1] || {};
+  const shown = String(last.display || last.move || "");
+  if (state.game === "chess") {
+    if (/[+#]/.test(shown)) return "check";
+    if (shown.includes("x")) return "capture";
+    return "move";
+  }
+  if (state.game === "draughts") return String(last.move || "").includes("x") ? "capture" : "move";
+  const stores = (view) => (view && Array.isArray(view.stores) ? view.stores.reduce((a, b) => a + b, 0) : 0);
+  if (state.game === "oware") return stores(state.view) > stores(previous.view) ? "capture" : "move";
+  const before = pieceCount(previous.view);
+  const after = pieceCount(state.view);
+  return before !== null && after !== null && after < before ? "capture" : "move";
+}
+
+/** Whether the other side made an offer in this snapshot (draw, takeback, rematch). */
+function newOffer(previous, state) {
+  const seated = store.token && (store.you === 0 || store.you === 1);
+  if (!seated) return false;
+  const offers = state.offers || {};
+  const before = previous.offers || {};
+  return ["draw", "takeback", "rematch"].some((kind) => {
+    const by = offers[kind];
+    return by !== null && by !== undefined && by !== before[kind] && by !== store.you;
+  });
+}
+
+/** The sound of a new snapshot of the room on screen, if any. */
+function soundFor(previous, state) {
+  if (previous.room !== state.room) return;
+  if (state.status === "over" && previous.status !== "over") {
+    playSound("end");
+  } else if (state.moves.length > previous.moves.length) {
+    playSound(moveSound(previous, state));
+  } else if (newOffer(previous, state) || (previous.status === "waiting" && state.status === "playing")) {
+    playSound("notify");
+  }
+}
+
+/** Your own clock under ten seconds: the low-time sound, once a game. */
+function lowTimeTick(state) {
+  const clock = state.clock;
+  const seat = store.you;
+  if (!clock || clock.days_per_move || state.status !== "playing" || !store.token) return;
+  if ((seat !== 0 && seat !== 1) || clock.running !== seat || !Array.isArray(clock.remaining_ms)) return;
+  const key = `${state.room}:${seat}`;
+  if (lowTimeSounded.has(key) || remainingMs(clock, seat) >= LOW_TIME_MS) return;
+  lowTimeSounded.add(key);
+  playSound("lowtime");
+}
+
+/** Whether this browser may premove now: seated in a chess or draughts game, the opponent to move. */
+function canPremove(state) {
+  return (
+    prefs.get("premove", true) !== false &&
+    PREMOVE_GAMES.has(state.game) &&
+    state.status === "playing" &&
+    Boolean(store.token) &&
+    (store.you === 0 || store.you === 1) &&
+    state.to_move !== store.you
+  );
+}
+
+/** The renderer's play() while the opponent is to move: keep the move as the premove. */
+function setPremove(move) {
+  const state = store.state;
+  if (!state || !canPremove(state)) return;
+  premove = { room: state.room, move };
+  clearPremoveNotice();
+  renderGame();
+}
+
+function cancelPremove() {
+  if (!premove) return false;
+  premove = null;
+  if (store.state) renderGame();
+  return true;
+}
+
+/** Our turn has come: send the premove if it (or a move between its squares) is legal, else drop it. */
+function playPremove(state) {
+  if (!premove) return;
+  if (premove.room !== state.room || state.status !== "playing") {
+    premove = null;
+    return;
+  }
+  if (!isMyTurn(state)) return;
+  const wanted = premove.move;
+  premove = null;
+  const move = matchPremove(state.game, wanted, state.legal_moves);
+  if (move && !store.pending) {
+    sendMove(move, false);
+  } else {
+    showPremoveNotice(t("feel.premove.dropped", { move: wanted }));
+  }
+}
+
+function showPremoveNotice(text) {
+  clearPremoveNotice();
+  premoveNotice = {
+    text,
+    timer: setTimeout(() => {
+      premoveNotice = null;
+      if (store.state) renderPremove(store.state);
+    }, NOTICE_MS),
+  };
+}
+
+function clearPremoveNotice() {
+  if (premoveNotice) clearTimeout(premoveNotice.timer);
+  premoveNotice = null;
+}
+
+/** Whether a picked move waits for Confirm (prefs "confirmMove"). */
+function needsConfirmation(state) {
+  const mode = prefs.get("confirmMove", "correspondence");
+  if (mode === "always") return true;
+  if (mode === "never") return false;
+  return Boolean(state.clock && state.clock.days_per_move);
+}
+
+/** A new snapshot: the move waiting for Confirm stays only while it is still ours to play. */
+function keepConfirmation(state) {
+  if (!confirming) return;
+  if (confirming.room !== state.room || !isMyTurn(state) || !state.legal_moves.includes(confirming.move)) confirming = null;
+  else confirming.version = state.version;
+}
+
+function cancelConfirmation() {
+  if (!confirming) return false;
+  confirming = null;
+  if (store.state) renderGame();
+  const board = $("board");
+  const square = board && board.querySelector("button:not([disabled])");
+  if (square) square.focus();
+  return true;
+}
+
+/** The squares (cells, points, pits) a move text names. */
+function squaresOf(state, move) {
+  const ends = moveSquares(state.game, move);
+  return ends.length ? ends : [String(move)];
+}
+
+function squareNode(root, name) {
+  const value = CSS.escape(name);
+  return root.querySelector(`[data-square="${value}"], [data-point="${value}"], [data-pit="${value}"], [data-cell="${value}"]`);
+}
+
+/** Mark the premove's squares and those of the move waiting for Confirm. */
+function markSquares(root, state) {
+  const marks = [];
+  if (premove && premove.room === state.room) marks.push([premove.move, "premove"]);
+  if (confirming && confirming.room === state.room) marks.push([confirming.move, "confirm-pending"]);
+  for (const [move, mark] of marks) {
+    for (const name of squaresOf(state, move)) {
+      const node = squareNode(root, name);
+      if (node) node.classList.add(mark);
+    }
+  }
+}
+
+/** The floating Confirm / Cancel bar (never moves the board). */
+function renderConfirm(state) {
+  const bar = $("move-confirm");
+  if (!bar) return;
+  const show = Boolean(state && confirming && confirming.room === state.room);
+  bar.hidden = !show;
+  if (show) $("move-confirm-text").textContent = t("feel.confirm.prompt", { move: confirming.move });
+}
+
+/** The premove waiting, or why it was dropped: a note at the end of the status line
+ *  (a live region, so it is said too). */
+function renderPremove(state) {
+  const old = $("premove");
+  if (old) old.remove();
+  let text = null;
+  let mode = "none";
+  if (state && premove && premove.room === state.room) {
+    text = t("feel.premove.set", { move: premove.move });
+    mode = "set";
+  } else if (state && premoveNotice) {
+    text = premoveNotice.text;
+    mode = "dropped";
+  }
+  if (!text) return;
+  $("status").append(el("span", { id: "premove", class: "premove-note", testid: "premove", dataset: { state: mode } }, [text]));
+}
+
+/** A speaker drawn in SVG: with sound waves, or crossed out when muted. */
+function speakerIcon(on) {
+  const ns = "http://www.w3.org/2000/svg";
+  const icon = document.createElementNS(ns, "svg");
+  icon.setAttribute("viewBox", "0 0 24 24");
+  icon.setAttribute("aria-hidden", "true");
+  icon.setAttribute("class", "speaker-icon");
+  const shape = (d) => {
+    const path = document.createElementNS(ns, "path");
+    path.setAttribute("d", d);
+    icon.append(path);
+  };
+  shape("M4 9h4l5-4v14l-5-4H4z");
+  if (on) shape("M16 8.5c1.2 1 1.8 2.2 1.8 3.5s-.6 2.5-1.8 3.5M18.5 6c2 1.6 3 3.6 3 6s-1 4.4-3 6");
+  else shape("M16 9l5 6M21 9l-5 6");
+  return icon;
+}
+
+/** The mute switch beside the game's title (prefs "sound", also in the settings dialog). */
+function renderSoundButton() {
+  const button = $("sound-btn");
+  if (!button) return;
+  const on = soundOn();
+  button.setAttribute("aria-pressed", String(!on));
+  button.setAttribute("aria-label", on ? t("feel.sound.mute") : t("feel.sound.unmute"));
+  button.title = button.getAttribute("aria-label");
+  button.dataset.sound = on ? "on" : "off";
+  button.replaceChildren(speakerIcon(on));
+}
+
+
+/** Make the floating bars and the mute switch, and listen for the keys and preferences. */
+function wireFeel() {
+  const game = $("game");
+  const yes = el("button", { type: "button", class: "btn primary", id: "confirm-move-btn", testid: "confirm-move" }, [t("feel.confirm.yes")]);
+  const no = el("button", { type: "button", class: "btn", testid: "cancel-move" }, [t("feel.confirm.no")]);
+  yes.addEventListener("click", () => {
+    if (!confirming) return;
+    const { move } = confirming;
+    confirming = null;
+    sendMove(move);
+  });
+  no.addEventListener("click", () => cancelConfirmation());
+  game.append(
+    el("div", { id: "move-confirm", class: "feel-float move-confirm", role: "group", "aria-label": t("feel.confirm.label"), testid: "confirm-bar", hidden: true }, [
+      el("span", { id: "move-confirm-text", class: "move-confirm-text" }),
+      yes,
+      no,
+    ]),
+  );
+  if (!$("sound-btn")) {
+    const sound = el("button", { type: "button", class: "btn ghost small sound-btn", id: "sound-btn", testid: "sound-toggle" });
+    sound.addEventListener("click", () => {
+      setSoundOn(!soundOn());
+      renderSoundButton();
+    });
+    const head = game.querySelector(".game-head");
+    if (head) head.append(sound);
+  }
+  renderSoundButton();
+  const board = $("board");
+  // A click on the premove's piece takes the premove back (before the board sees the click).
+  board.addEventListener(
+    "click",
+    (event) => {
+      if (!premove || !store.state) return;
+      const square = event.target.closest("[data-square]");
+      if (square && square.dataset.square === squaresOf(store.state, premove.move)[0]) {
+        event.stopPropagation();
+        event.preventDefault();
+        cancelPremove();
+      }
+    },
+    true,
+  );
+  board.addEventListener("contextmenu", (event) => {
+    if (!store.state || !canPremove(store.state)) return;
+    event.preventDefault();
+    if (!cancelPremove() && store.ui.selected !== undefined) {
+      resetUi();
+      renderBoard();
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || $("game").hidden || !$("dialog").hidden || document.querySelector("dialog[open]")) return;
+    if (cancelConfirmation() || cancelPremove()) event.preventDefault();
+  });
+  window.addEventListener("kibitz:prefs", () => {
+    if (prefs.get("premove", true) === false) premove = null;
+    renderSoundButton();
+    if (store.state) renderGame();
+  });
+  onTick(lowTimeTick);
 }
 
 // -- dialog -----------------------------------------------------------------------------------
@@ -599,6 +986,16 @@ let closeDialog = null;
 /** Close the open choice, if any, as cancelled. */
 function cancelChoice() {
   if (closeDialog) closeDialog(null);
+}
+
+/** Tab and Shift+Tab go round the buttons of the open choice, never to the page behind (H7). */
+function keepFocusIn(box, event) {
+  const items = [...box.querySelectorAll("button:not([disabled])")];
+  if (!items.length) return;
+  const at = items.indexOf(document.activeElement);
+  const next = at < 0 ? 0 : (at + (event.shiftKey ? items.length - 1 : 1)) % items.length;
+  event.preventDefault();
+  items[next].focus();
 }
 
 /** Ask the user to pick one option; resolves with its value, or null when cancelled. */
@@ -617,6 +1014,7 @@ function choose({ title, options }) {
     };
     const onKey = (event) => {
       if (event.key === "Escape" && closeDialog) closeDialog(null);
+      else if (event.key === "Tab") keepFocusIn(backdrop, event); // H7: a modal keeps the keyboard
     };
     document.addEventListener("keydown", onKey);
     $("dialog-options").replaceChildren(

@@ -9,10 +9,11 @@ import { timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
 import { renderMyHistory } from "./mygames.js";
 import { joinRoom, openRoom, registerScreen } from "./router.js";
-import { chosenClock, renderSeeks, stopPooling, subscribeLobby } from "./seeks.js";
+import { has, t } from "./i18n.js";
+import { chosenClock, renderSeekChoice, renderSeeks, stopPooling, subscribeLobby } from "./seeks.js";
 import { player, prefs, seatStore } from "./storage.js";
 import { clearRoomId, selectGame, store } from "./store.js";
-import { $, aiSeatText, fetchJson, levelStrengthText, loadGames, playerName, ratingText, readOptions } from "./util.js";
+import { $, aiSeatText, fetchJson, gameTitle, levelText, loadGames, playerName, ratingText, readOptions, sideName } from "./util.js";
 
 const AI_LEVELS = 8;
 const ROOMS_REFRESH_MS = 4000;
@@ -24,7 +25,7 @@ let refreshTimer = null; // a pushed change of the live games, debounced
 
 async function showLobby() {
   clearRoomId();
-  document.title = "kibitz";
+  document.title = t("lobby.title");
   await loadGames();
   renderGameCards();
   renderRatedChoice();
@@ -54,15 +55,12 @@ function renderRatedChoice() {
   hint.replaceChildren();
   if (!account && accountKnown()) {
     hint.append(
-      "Rated games need an account: ",
-      el("button", { type: "button", class: "link-button", testid: "rated-login", onclick: openLogin }, ["log in"]),
-      " or sign up (top right). Casual games change no rating.",
+      t("lobby.rated.needAccount"),
+      el("button", { type: "button", class: "link-button", testid: "rated-login", onclick: openLogin }, [t("lobby.rated.login")]),
+      t("lobby.rated.orSignUp"),
     );
   } else {
-    hint.append(
-      account ? "Rated games change both players' ratings; casual ones change nothing." : "Casual games change no rating.",
-      " The rating range applies to challenges posted in the lobby.",
-    );
+    hint.append(account ? t("lobby.rated.account") : t("lobby.rated.guest"), t("lobby.rated.range"));
   }
 }
 
@@ -75,39 +73,103 @@ export function onLiveGames(message) {
   refreshTimer = setTimeout(refreshRooms, REFRESH_DEBOUNCE_MS);
 }
 
+/**
+ * The game cards: a WAI-ARIA radio group. The chosen card is the group's one tab stop
+ * (roving tabindex); the arrow keys, Home and End move the choice and the focus. Next to
+ * each card, a "How to play" button opens the rules panel (rules.js, any [data-rules]).
+ */
 function renderGameCards() {
   const box = document.querySelector(".game-cards");
   if (!store.games.length) {
-    box.replaceChildren(el("p", { class: "muted" }, ["Loading games…"]));
+    box.replaceChildren(el("p", { class: "muted" }, [t("lobby.loading")]));
     return;
   }
   const wanted = store.selectedGame || prefs.get("game", store.games[0].name);
   selectGame(store.gamesByName.has(wanted) ? wanted : store.games[0].name);
   box.replaceChildren(
-    ...store.games.map((game) =>
-      el(
-        "button",
-        {
-          type: "button",
-          class: ["game-card", game.name === store.selectedGame && "selected"],
-          role: "radio",
-          "aria-checked": game.name === store.selectedGame ? "true" : "false",
-          testid: `game-${game.name}`,
-          onclick: () => {
-            selectGame(game.name);
-            prefs.set("game", game.name);
-            renderGameCards();
+    ...store.games.map((game) => {
+      const chosen = game.name === store.selectedGame;
+      const title = gameTitle(game.name);
+      return el("div", { class: "game-card-wrap", style: "display: grid; gap: 0.2rem; align-content: start" }, [
+        el(
+          "button",
+          {
+            type: "button",
+            class: ["game-card", chosen && "selected"],
+            role: "radio",
+            "aria-checked": chosen ? "true" : "false",
+            tabindex: chosen ? "0" : "-1",
+            testid: `game-${game.name}`,
+            dataset: { game: game.name },
+            onclick: () => chooseGame(game.name, false),
+            onkeydown: onCardKey,
           },
-        },
-        [
-          el("span", { class: `game-icon icon-${game.name}`, "aria-hidden": "true" }),
-          el("span", { class: "game-name" }, [game.title]),
-          el("span", { class: "game-players muted" }, [`${game.players[0]} vs ${game.players[1]}`]),
-        ],
-      ),
-    ),
+          [
+            el("span", { class: `game-icon icon-${game.name}`, "aria-hidden": "true" }),
+            el("span", { class: "game-name" }, [title]),
+            el("span", { class: "game-players muted" }, [
+              t("common.vs", { a: sideName(game.name, 0), b: sideName(game.name, 1) }),
+            ]),
+          ],
+        ),
+        el(
+          "button",
+          {
+            type: "button",
+            class: "link-button small game-rules",
+            testid: `rules-${game.name}`,
+            dataset: { rules: game.name },
+            "aria-label": t("lobby.rulesOf", { game: title }),
+          },
+          [t("lobby.rules")],
+        ),
+      ]);
+    }),
   );
   renderCreateForm();
+}
+
+/** Choose game `name`: the cards show it (in place: the focus stays), then its form. */
+function chooseGame(name, focus) {
+  selectGame(name);
+  prefs.set("game", name);
+  for (const card of document.querySelectorAll(".game-cards [role=radio]")) {
+    const chosen = card.dataset.game === name;
+    card.classList.toggle("selected", chosen);
+    card.setAttribute("aria-checked", chosen ? "true" : "false");
+    card.tabIndex = chosen ? 0 : -1;
+    if (chosen && focus) card.focus();
+  }
+  renderCreateForm();
+}
+
+const CARD_STEPS = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+
+/** Arrow keys, Home and End in the radio group: the next, previous, first or last game (wrapping). */
+function onCardKey(event) {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const names = store.games.map((g) => g.name);
+  const at = names.indexOf(event.currentTarget.dataset.game);
+  let next;
+  if (event.key in CARD_STEPS) next = (at + CARD_STEPS[event.key] + names.length) % names.length;
+  else if (event.key === "Home") next = 0;
+  else if (event.key === "End") next = names.length - 1;
+  else return;
+  event.preventDefault();
+  chooseGame(names[next], true);
+}
+
+/** An option's name, help and choice in the page's language (the server's words when the catalogue has none). */
+function optionWords(gameName, name, spec) {
+  const label = has(`lobby.option.${name}`) ? t(`lobby.option.${name}`) : name.replace(/_/g, " ");
+  const helpKey = `lobby.optionHelp.${gameName}.${name}`;
+  const help = has(helpKey) ? t(helpKey) : spec.help;
+  return { label, help };
+}
+
+function choiceText(name, choice) {
+  const key = `lobby.choice.${name}.${choice}`;
+  return has(key) ? t(key) : String(choice);
 }
 
 function renderCreateForm() {
@@ -122,7 +184,7 @@ function renderCreateForm() {
         "select",
         { id, name },
         spec.choices.map((choice) =>
-          el("option", { value: String(choice), selected: choice === spec.default }, [String(choice)]),
+          el("option", { value: String(choice), selected: choice === spec.default }, [choiceText(name, choice)]),
         ),
       );
     } else if (typeof spec.default === "boolean") {
@@ -134,33 +196,31 @@ function renderCreateForm() {
     }
     input.setAttribute("data-testid", id);
     input.dataset.option = name;
+    const words = optionWords(game.name, name, spec);
     options.append(
       el("label", { class: ["field", "option", typeof spec.default === "boolean" && "check"], for: id }, [
-        el("span", {}, [name.replace(/_/g, " ")]),
+        el("span", {}, [words.label]),
         input,
-        spec.help ? el("small", { class: "muted" }, [spec.help]) : null,
+        words.help ? el("small", { class: "muted" }, [words.help]) : null,
       ]),
     );
   }
   const opponent = $("opponent");
   const chosenOpponent = opponent.value || prefs.get("opponent", "ai:3");
   opponent.replaceChildren(
-    el("option", { value: "human" }, ["A friend (invite link)"]),
-    ...[...Array(AI_LEVELS).keys()].map((i) => {
-      const strength = levelStrengthText(game.name, i + 1);
-      return el("option", { value: `ai:${i + 1}` }, [
-        `Computer, level ${i + 1}${strength ? `, ${strength}` : ""}` +
-          `${i === 0 ? " (easiest)" : i === AI_LEVELS - 1 ? " (strongest)" : ""}`,
-      ]);
-    }),
+    el("option", { value: "human" }, [t("lobby.opponent.human")]),
+    ...[...Array(AI_LEVELS).keys()].map((i) => el("option", { value: `ai:${i + 1}` }, [levelText(game.name, i + 1)])),
   );
   opponent.value = chosenOpponent;
+  opponent.title = t("lobby.levels.title");
+  renderLevelsHelp(game.name);
+  renderSeekChoice();
   const seat = $("seat-choice");
   const chosenSeat = seat.value || "0";
   seat.replaceChildren(
-    el("option", { value: "0" }, [`${game.players[0]} (moves first)`]),
-    el("option", { value: "1" }, [game.players[1]]),
-    el("option", { value: "random" }, ["Random"]),
+    el("option", { value: "0" }, [t("lobby.seat.first", { side: sideName(game.name, 0) })]),
+    el("option", { value: "1" }, [sideName(game.name, 1)]),
+    el("option", { value: "random" }, [t("lobby.seat.random")]),
   );
   seat.value = chosenSeat;
   $("name").value = $("name").value || prefs.get("name", "");
@@ -169,6 +229,26 @@ function renderCreateForm() {
     $("time-control").value = prefs.get("time", "none");
     if (!$("time-control").value) $("time-control").value = "none";
   }
+}
+
+/**
+ * "What do the levels mean?" under the opponent list: opens the rules panel of the chosen
+ * game at its levels (the scale of the ratings the list shows).
+ */
+function renderLevelsHelp(gameName) {
+  const opponent = $("opponent");
+  let help = $("levels-help");
+  if (!help) {
+    help = el("button", { type: "button", id: "levels-help", class: "link-button small", testid: "levels-help" }, [
+      t("lobby.levels.help"),
+    ]);
+    // Under the row of the opponent list (a button inside its <label> would join the list's name).
+    const row = opponent.closest(".field-row") || opponent.closest(".field") || opponent;
+    row.after(el("p", { class: "small levels-help", style: "margin: 0 0 0.6rem" }, [help]));
+  }
+  help.dataset.rules = gameName;
+  help.dataset.rulesSection = "levels";
+  help.title = t("lobby.levels.title");
 }
 
 async function createGame(event) {
@@ -243,24 +323,24 @@ async function refreshRooms() {
   const list = $("rooms");
   $("rooms-count").textContent = rooms.length ? `(${rooms.length})` : "";
   if (!rooms.length) {
-    list.replaceChildren(el("li", { class: "empty muted" }, ["No live games right now."]));
+    list.replaceChildren(el("li", { class: "empty muted" }, [t("lobby.rooms.none")]));
     return;
   }
   list.replaceChildren(
     ...rooms.map((room) => {
       const game = store.gamesByName.get(room.game);
-      const names = (room.seats || []).map((seat, i) => seatLabel(seat, game ? game.players[i] : `Seat ${i + 1}`, room.game));
+      const names = (room.seats || []).map((seat, i) => seatLabel(seat, sideName(room.game, i), room.game));
       const free = room.status === "waiting" && (room.seats || []).some((seat) => !seat.taken);
       return el("li", { class: "room-item", testid: `room-${room.room}`, dataset: { room: room.room } }, [
         el("span", { class: `game-icon small icon-${room.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
-          el("strong", {}, [game ? game.title : room.game]),
+          el("strong", {}, [gameTitle(room.game)]),
           el("span", { class: "muted small" }, [roomFacts(room, names)]),
         ]),
-        room.rated ? el("span", { class: "badge rated", title: "a rated game" }, ["rated"]) : null,
-        el("span", { class: `badge ${room.status}` }, [room.status]),
+        room.rated ? el("span", { class: "badge rated", title: t("lobby.rooms.ratedTitle") }, [t("lobby.rooms.rated")]) : null,
+        el("span", { class: `badge ${room.status}` }, [has(`lobby.status.${room.status}`) ? t(`lobby.status.${room.status}`) : room.status]),
         free
-          ? el("button", { class: "btn small primary", type: "button", testid: `join-${room.room}`, onclick: () => joinRoom(room.room) }, ["Join"])
+          ? el("button", { class: "btn small primary", type: "button", testid: `join-${room.room}`, onclick: () => joinRoom(room.room) }, [t("lobby.join")])
           : null,
         el(
           "button",
@@ -270,28 +350,36 @@ async function refreshRooms() {
             testid: `watch-${room.room}`,
             onclick: () => openRoom(room.room, "watch"),
           },
-          ["Watch"],
+          [t("lobby.watch")],
         ),
       ]);
     }),
   );
 }
 
-/** "Ann vs Bob · 3+2 · 12 moves · 4 watching" */
+// Games whose "move" counts both sides' turns (a ply is half a move): their rooms say "move 12".
+const FULL_MOVE_GAMES = new Set(["chess", "draughts"]);
+
+/** "Ann vs Bob · 3+2 · move 7 · 4 watching" ("5 moves played" in games where a ply is a move). */
 function roomFacts(room, names) {
-  const parts = [names.join(" vs ")];
+  const parts = [names.length === 2 ? t("common.vs", { a: names[0], b: names[1] }) : names.join(", ")];
   if (room.clock !== undefined) parts.push(timeControlText(room.clock));
-  parts.push(`${room.moves || 0} moves`);
-  if (room.spectators) parts.push(`${room.spectators} watching`);
+  const plies = room.moves || 0;
+  parts.push(
+    FULL_MOVE_GAMES.has(room.game)
+      ? t("lobby.rooms.moveNumber", { n: Math.floor(plies / 2) + 1 })
+      : t("lobby.rooms.plies", { n: plies }),
+  );
+  if (room.spectators) parts.push(t("lobby.rooms.watching", { n: room.spectators }));
   return parts.join(" · ");
 }
 
 function seatLabel(seat, player, gameName) {
   if (!seat) return player;
   if (seat.kind === "ai") return aiSeatText(gameName, seat);
-  if (!seat.taken) return `${player}: open`;
+  if (!seat.taken) return t("lobby.rooms.open", { side: player });
   const rating = ratingText(seat.rating, seat.provisional);
-  return `${seat.account || seat.name || player}${seat.bot ? " (BOT)" : ""}${rating ? ` ${rating}` : ""}`;
+  return `${seat.account || seat.name || player}${seat.bot ? ` ${t("lobby.rooms.bot")}` : ""}${rating ? ` ${rating}` : ""}`;
 }
 
 /** The seats kept in this browser in games not known to be over, newest first. */
@@ -316,13 +404,17 @@ function renderMyGames(check = true) {
       return el("li", { class: "room-item", testid: `mine-${room}` }, [
         el("span", { class: `game-icon small icon-${entry.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
-          el("strong", {}, [game ? game.title : entry.game || "Game"]),
-          el("span", { class: "muted small" }, [`room ${room}${game ? ` · you play ${game.players[entry.seat]}` : ""}`]),
+          el("strong", {}, [entry.game ? gameTitle(entry.game) : t("common.game.unknown")]),
+          el("span", { class: "muted small" }, [
+            game && entry.seat !== undefined
+              ? t("lobby.mine.youPlay", { room, side: sideName(entry.game, entry.seat) })
+              : t("lobby.mine.room", { room }),
+          ]),
         ]),
         el(
           "button",
           { class: "btn small", type: "button", testid: `resume-${room}`, onclick: () => openRoom(room, "play") },
-          ["Resume"],
+          [t("lobby.resume")],
         ),
       ]);
     }),
@@ -353,6 +445,7 @@ async function checkSeats(rooms) {
 
 export function wireLobby() {
   $("create-form").addEventListener("submit", createGame);
+  $("opponent").addEventListener("change", renderSeekChoice);
   window.addEventListener("kibitz:account", () => {
     renderRatedChoice();
     if (!$("lobby").hidden) renderMyHistory();

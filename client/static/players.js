@@ -4,15 +4,17 @@
 //   GET /api/players/{username}           a profile: ratings per game and speed, W/D/L,
 //                                         recent games, games being played, member since
 //   GET /api/players/{username}/rating.svg?game=G&speed=S   the rating graph, as an image
-// Every text goes in as text (el()), never HTML. It registers itself with the router.
+// Every text goes in as text (el()), never HTML; the words come from the catalogue
+// (players.*; game names through gameTitle). It registers itself with the router.
 
 import { currentAccount } from "./account.js";
 import { el } from "./boards/common.js";
 import { blockPlayer, reportPlayer } from "./civil.js";
 import { reportError } from "./errors.js";
+import { formatDate, has, t } from "./i18n.js";
 import { navigate, registerScreen } from "./router.js";
 import { store } from "./store.js";
-import { $, botBadge, fetchJson, loadGames, playerLabel, profileHref, ratingText } from "./util.js";
+import { $, botBadge, fetchJson, gameTitle, loadGames, playerLabel, profileHref, ratingText } from "./util.js";
 
 /** The speeds of a game (server/ratings/speeds.py), when the catalogue does not list them. */
 const CLOCKED_SPEEDS = ["bullet", "blitz", "rapid", "classical", "correspondence"];
@@ -30,13 +32,16 @@ export function speedsOf(gameName) {
   return CLOCKED_GAMES.has(gameName) ? CLOCKED_SPEEDS : OTHER_SPEEDS;
 }
 
-function gameTitle(name) {
-  const game = store.gamesByName.get(name);
-  return game ? game.title : name;
+/** A speed in words ("blitz", "correspondence"), lower case: for sentences. */
+function speedWord(speed) {
+  const key = `players.speed.${speed}`;
+  return has(key) ? t(key) : speed;
 }
 
-function capital(word) {
-  return word ? word.charAt(0).toUpperCase() + word.slice(1) : word;
+/** A speed in words with a capital: for menus and table cells. */
+function speedTitle(speed) {
+  const key = `players.speedTitle.${speed}`;
+  return has(key) ? t(key) : speed;
 }
 
 async function showPlayers(what) {
@@ -56,7 +61,7 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
   const speed = speeds.includes(wantedSpeed) ? wantedSpeed : speeds[0];
   const key = `leaderboard:${game}:${speed}`;
   view.key = key;
-  document.title = `Leaderboard · ${gameTitle(game)} ${speed} · kibitz`;
+  document.title = t("players.leaderboard.docTitle", { game: gameTitle(game), speed: speedWord(speed) });
   const pick = (nextGame, nextSpeed) => {
     navigate(`?leaderboard=${encodeURIComponent(nextGame)}&speed=${encodeURIComponent(nextSpeed)}`);
     showLeaderboard(nextGame, nextSpeed);
@@ -64,27 +69,25 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
   const gameSelect = el(
     "select",
     { id: "lb-game", testid: "lb-game", onchange: (e) => pick(e.target.value, speedsOf(e.target.value)[0]) },
-    store.games.map((g) => el("option", { value: g.name, selected: g.name === game }, [g.title])),
+    store.games.map((g) => el("option", { value: g.name, selected: g.name === game }, [gameTitle(g.name)])),
   );
   const speedSelect = el(
     "select",
     { id: "lb-speed", testid: "lb-speed", onchange: (e) => pick(game, e.target.value) },
-    speeds.map((s) => el("option", { value: s, selected: s === speed }, [capital(s)])),
+    speeds.map((s) => el("option", { value: s, selected: s === speed }, [speedTitle(s)])),
   );
-  const table = el("div", { testid: "leaderboard", dataset: { state: "loading" } }, [el("p", { class: "muted" }, ["Loading…"])]);
+  const table = el("div", { testid: "leaderboard", dataset: { state: "loading" } }, [el("p", { class: "muted" }, [t("players.loading")])]);
   $("players").replaceChildren(
     el("section", { class: "panel players-panel", "aria-labelledby": "lb-title" }, [
       el("div", { class: "page-head" }, [
-        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, ["\u2190 Lobby"]),
-        el("h1", { id: "lb-title", testid: "lb-title" }, [`Leaderboard: ${gameTitle(game)}, ${speed}`]),
+        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, [t("players.lobby")]),
+        el("h1", { id: "lb-title", testid: "lb-title" }, [t("players.leaderboard.title", { game: gameTitle(game), speed: speedWord(speed) })]),
       ]),
       el("div", { class: "field-row lb-choice" }, [
-        el("label", { class: "field", for: "lb-game" }, [el("span", {}, ["Game"]), gameSelect]),
-        el("label", { class: "field", for: "lb-speed" }, [el("span", {}, ["Speed"]), speedSelect]),
+        el("label", { class: "field", for: "lb-game" }, [el("span", {}, [t("players.game")]), gameSelect]),
+        el("label", { class: "field", for: "lb-speed" }, [el("span", {}, [t("players.speed")]), speedSelect]),
       ]),
-      el("p", { class: "muted small" }, [
-        `Players with a rated game in the last ${LEADERBOARD_DAYS} days whose rating is no longer provisional.`,
-      ]),
+      el("p", { class: "muted small" }, [t("players.leaderboard.who", { n: LEADERBOARD_DAYS })]),
       table,
     ]),
   );
@@ -95,7 +98,7 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
     );
   } catch (err) {
     if (view.key !== key) return;
-    table.replaceChildren(el("p", { class: "muted" }, ["The leaderboard could not be loaded."]));
+    table.replaceChildren(el("p", { class: "muted" }, [t("players.leaderboard.failed")]));
     table.dataset.state = "failed";
     reportError(err);
     return;
@@ -106,10 +109,14 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
 }
 
 function leaderboardTable(players) {
-  if (!players.length) return el("p", { class: "muted", testid: "lb-empty" }, ["Nobody is ranked here yet."]);
+  if (!players.length) return el("p", { class: "muted", testid: "lb-empty" }, [t("players.leaderboard.empty")]);
   return el("table", { class: "data-table" }, [
     el("thead", {}, [
-      el("tr", {}, ["#", "Player", "Rating", "Games"].map((h) => el("th", { scope: "col" }, [h]))),
+      el(
+        "tr",
+        {},
+        ["#", t("players.col.player"), t("players.col.rating"), t("players.col.games")].map((h) => el("th", { scope: "col" }, [h])),
+      ),
     ]),
     el(
       "tbody",
@@ -118,7 +125,7 @@ function leaderboardTable(players) {
         el("tr", { testid: `lb-row-${p.username}` }, [
           el("td", {}, [String(p.rank)]),
           el("td", {}, [el("a", { href: profileHref(p.username), testid: `lb-player-${p.username}` }, [p.username]), botBadge(p.bot)]),
-          el("td", { title: `deviation ${Math.round(p.rd)}` }, [ratingText(p.rating)]),
+          el("td", { title: t("players.deviation", { n: Math.round(p.rd) }) }, [ratingText(p.rating)]),
           el("td", {}, [String(p.games)]),
         ]),
       ),
@@ -131,9 +138,9 @@ function leaderboardTable(players) {
 async function showProfile(username) {
   const key = `player:${username}`;
   view.key = key;
-  document.title = `${username} · kibitz`;
+  document.title = t("players.profile.docTitle", { name: username });
   const box = $("players");
-  box.replaceChildren(el("section", { class: "panel players-panel" }, [el("p", { class: "muted" }, ["Loading the profile…"])]));
+  box.replaceChildren(el("section", { class: "panel players-panel" }, [el("p", { class: "muted" }, [t("players.profile.loading")])]));
   let profile;
   try {
     profile = await fetchJson(`/api/players/${encodeURIComponent(username)}`);
@@ -141,8 +148,8 @@ async function showProfile(username) {
     if (view.key !== key) return;
     box.replaceChildren(
       el("section", { class: "panel players-panel" }, [
-        el("a", { class: "btn ghost small", href: "/" }, ["\u2190 Lobby"]),
-        el("h1", { testid: "profile-missing" }, ["No such player"]),
+        el("a", { class: "btn ghost small", href: "/" }, [t("players.lobby")]),
+        el("h1", { testid: "profile-missing" }, [t("players.profile.missing")]),
       ]),
     );
     reportError(err);
@@ -167,10 +174,10 @@ function renderProfile(profile) {
   const showGraph = (row) => {
     const src = `/api/players/${encodeURIComponent(profile.username)}/rating.svg?game=${encodeURIComponent(row.game)}&speed=${encodeURIComponent(row.speed)}`;
     graph.replaceChildren(
-      el("h2", {}, [`Rating history: ${gameTitle(row.game)}, ${row.speed}`]),
+      el("h2", {}, [t("players.graph.title", { game: gameTitle(row.game), speed: speedWord(row.speed) })]),
       el("img", {
         src,
-        alt: `${profile.username}'s ${gameTitle(row.game)} ${row.speed} rating after each rated game`,
+        alt: t("players.graph.alt", { name: profile.username, game: gameTitle(row.game), speed: speedWord(row.speed) }),
         class: "rating-graph-img",
         testid: "profile-graph",
         width: "640",
@@ -184,7 +191,20 @@ function renderProfile(profile) {
   const ratingsTable = rows.length
     ? el("table", { class: "data-table", testid: "profile-ratings" }, [
         el("thead", {}, [
-          el("tr", {}, ["Game", "Speed", "Rating", "Games", "Won", "Drawn", "Lost", ""].map((h) => el("th", { scope: "col" }, [h]))),
+          el(
+            "tr",
+            {},
+            [
+              t("players.game"),
+              t("players.speed"),
+              t("players.col.rating"),
+              t("players.col.games"),
+              t("players.col.won"),
+              t("players.col.drawn"),
+              t("players.col.lost"),
+              "",
+            ].map((h) => el("th", { scope: "col" }, [h])),
+          ),
         ]),
         el(
           "tbody",
@@ -192,8 +212,8 @@ function renderProfile(profile) {
           rows.map((row) =>
             el("tr", { testid: `profile-rating-${row.game}-${row.speed}` }, [
               el("td", {}, [gameTitle(row.game)]),
-              el("td", {}, [capital(row.speed)]),
-              el("td", { title: row.provisional ? "provisional: too few games yet" : `deviation ${Math.round(row.rd)}` }, [
+              el("td", {}, [speedTitle(row.speed)]),
+              el("td", { title: row.provisional ? t("players.provisional") : t("players.deviation", { n: Math.round(row.rd) }) }, [
                 ratingText(row.rating, row.provisional),
               ]),
               el("td", {}, [String(row.games ?? 0)]),
@@ -204,44 +224,44 @@ function renderProfile(profile) {
                 el(
                   "button",
                   { type: "button", class: "btn small", dataset: { graph: `${row.game}:${row.speed}` }, "aria-pressed": "false", onclick: () => showGraph(row) },
-                  ["Graph"],
+                  [t("players.graph")],
                 ),
               ]),
             ]),
           ),
         ),
       ])
-    : el("p", { class: "muted", testid: "profile-no-ratings" }, ["No rated games yet."]);
-  const since = profile.created_ms ? new Date(profile.created_ms).toLocaleDateString() : "?";
+    : el("p", { class: "muted", testid: "profile-no-ratings" }, [t("players.profile.noRatings")]);
+  const since = profile.created_ms ? formatDate(profile.created_ms) : "?";
   $("players").replaceChildren(
     el("section", { class: "panel players-panel", "aria-labelledby": "profile-title" }, [
       el("div", { class: "page-head" }, [
-        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, ["\u2190 Lobby"]),
+        el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, [t("players.lobby")]),
         el("h1", { id: "profile-title", testid: "profile-name" }, [profile.username, botBadge(profile.bot)]),
-        profile.mark ? el("span", { class: "tag mark", testid: "profile-mark", title: "a moderator's mark" }, [profile.mark]) : null,
+        profile.mark ? el("span", { class: "tag mark", testid: "profile-mark", title: t("players.profile.mark") }, [profile.mark]) : null,
       ]),
-      el("p", { class: "muted", testid: "profile-since" }, [`Member since ${since}`]),
+      el("p", { class: "muted", testid: "profile-since" }, [t("players.profile.since", { date: since })]),
       profileActions(profile),
-      el("h2", {}, ["Ratings"]),
+      el("h2", {}, [t("players.profile.ratings")]),
       ratingsTable,
       graph,
     ]),
     el("aside", { class: "side-col" }, [
       el("section", { class: "panel", "aria-labelledby": "profile-playing-title" }, [
-        el("h2", { id: "profile-playing-title" }, ["Playing now"]),
+        el("h2", { id: "profile-playing-title" }, [t("players.profile.playing")]),
         listOr(
           (profile.playing || []).map((room) =>
             el("li", { class: "room-item" }, [
-              el("a", { href: `?watch=${encodeURIComponent(roomId(room))}`, testid: `profile-playing-${roomId(room)}` }, [`Watch room ${roomId(room)}`]),
+              el("a", { href: `?watch=${encodeURIComponent(roomId(room))}`, testid: `profile-playing-${roomId(room)}` }, [t("players.profile.watch", { room: roomId(room) })]),
             ]),
           ),
-          "Not playing at the moment.",
+          t("players.profile.notPlaying"),
           "profile-playing",
         ),
       ]),
       el("section", { class: "panel", "aria-labelledby": "profile-recent-title" }, [
-        el("h2", { id: "profile-recent-title" }, ["Recent games"]),
-        listOr((profile.recent || []).map((game) => recentItem(game, profile)), "No finished games yet.", "profile-recent"),
+        el("h2", { id: "profile-recent-title" }, [t("players.profile.recent")]),
+        listOr((profile.recent || []).map((game) => recentItem(game, profile)), t("players.profile.noRecent"), "profile-recent"),
       ]),
     ]),
   );
@@ -263,20 +283,24 @@ function recentItem(game, profile) {
   let seat = Number.isInteger(game.seat) ? game.seat : -1;
   if (seat < 0) seat = players.findIndex((p) => p && typeof p.account === "string" && p.account.toLowerCase() === name);
   const opponent = seat >= 0 ? players.find((p) => p && p.seat === 1 - seat) || players[1 - seat] : null;
-  const words = { win: "Won", loss: "Lost", draw: "Draw" };
-  const outcome = words[game.outcome] || "";
+  const words = { win: t("players.outcome.win"), loss: t("players.outcome.loss"), draw: t("players.outcome.draw") };
+  const outcome = Object.hasOwn(words, game.outcome) ? words[game.outcome] : "";
   const change = Array.isArray(game.ratings) && seat >= 0 && game.ratings[seat] ? game.ratings[seat].change : null;
   return el("li", { class: "room-item" }, [
     el("span", { class: `game-icon small icon-${game.game}`, "aria-hidden": "true" }),
     el("span", { class: "room-info" }, [
       el("a", { href: `?game=${encodeURIComponent(game.id)}`, testid: `profile-game-${game.id}` }, [gameTitle(game.game)]),
       el("span", { class: "muted small" }, [
-        [opponent ? `vs ${playerLabel(opponent)}` : null, game.ended_ms ? new Date(game.ended_ms).toLocaleDateString() : null, game.rated ? "rated" : null]
+        [
+          opponent ? t("players.recent.vs", { name: playerLabel(opponent, game.game) }) : null,
+          game.ended_ms ? formatDate(game.ended_ms) : null,
+          game.rated ? t("players.recent.rated") : null,
+        ]
           .filter(Boolean)
           .join(" · "),
       ]),
     ]),
-    outcome ? el("span", { class: `badge result-${outcome === "Won" ? "win" : outcome === "Lost" ? "loss" : "draw"}` }, [outcome]) : null,
+    outcome ? el("span", { class: `badge result-${game.outcome}` }, [outcome]) : null,
     typeof change === "number" ? el("span", { class: "small muted" }, [`${change > 0 ? "+" : ""}${change}`]) : null,
   ]);
 }
@@ -286,7 +310,7 @@ function profileActions(profile) {
   const me = currentAccount();
   if (!me || me.username.toLowerCase() === profile.username.toLowerCase()) return null;
   return el("p", { class: "btn-row" }, [
-    el("button", { type: "button", class: "btn small", testid: "profile-block", onclick: () => blockPlayer(profile.username) }, ["Block"]),
-    el("button", { type: "button", class: "btn small danger", testid: "profile-report", onclick: () => reportPlayer(profile.username) }, ["Report"]),
+    el("button", { type: "button", class: "btn small", testid: "profile-block", onclick: () => blockPlayer(profile.username) }, [t("players.block")]),
+    el("button", { type: "button", class: "btn small danger", testid: "profile-report", onclick: () => reportPlayer(profile.username) }, [t("players.report")]),
   ]);
 }

@@ -38,6 +38,8 @@ function show(name, ...args) {
     if (other !== name && handlers.hide) handlers.hide();
   }
   for (const [other, id] of Object.entries(SECTIONS)) document.getElementById(id).hidden = other !== name;
+  // A screen opens at its top (on a phone the lobby may have been scrolled down to "Create").
+  window.scrollTo(0, 0);
   return screen(name).show(...args);
 }
 

@@ -11,10 +11,11 @@ import { currentAccount } from "./account.js";
 import { el } from "./boards/common.js";
 import { TIME_CONTROLS, timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
+import { has, t } from "./i18n.js";
 import { openRoom } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
 import { store } from "./store.js";
-import { $, botBadge, playerName, ratingText, readOptions } from "./util.js";
+import { $, botBadge, gameTitle, playerName, ratingText, readOptions, sideName } from "./util.js";
 
 const lobby = {
   subscribed: false,
@@ -50,26 +51,43 @@ function isMine(seek) {
   return lobby.mine.has(seek.id) || (lobby.me !== null && seek.player === lobby.me);
 }
 
-/** "Ann 1512?" (with the BOT badge), the seeker as the list shows them. */
-function seeker(seek, mine) {
-  if (mine) return el("span", {}, ["You"]);
+/** "Ann 1512?" (with the BOT badge), another seeker as the list shows them. */
+function seeker(seek) {
   const rating = ratingText(seek.rating, seek.provisional);
   return el("span", {}, [
-    seek.account || seek.name || "Anonymous",
+    seek.account || seek.name || t("common.anonymous"),
     botBadge(seek.bot),
     rating ? el("span", { class: "rating", testid: `seek-rating-${seek.id}` }, [` ${rating}`]) : null,
   ]);
 }
 
-/** " · rated, 1400-1700" / "" */
+/** The words `text` with the node `node` where `{name}` is: [before, node, after]. */
+function withNode(text, node) {
+  const at = text.indexOf("{name}");
+  return at < 0 ? [text] : [text.slice(0, at), node, text.slice(at + "{name}".length)];
+}
+
+/** "You play White" for the viewer's own seek, "Ann 1512 plays White" for another's. */
+function whoPlays(seek, mine) {
+  const side = seek.seat === 0 || seek.seat === 1 ? sideName(seek.game, seek.seat) : null;
+  if (mine) return [side ? t("lobby.seeks.minePlays", { side }) : t("lobby.seeks.mineRandom")];
+  const words = side ? t("lobby.seeks.theirPlays", { side }) : t("lobby.seeks.theirRandom");
+  return withNode(words, seeker(seek));
+}
+
+/** " · rated, 1400–1700" / " · casual" */
 function ratedText(seek) {
-  if (!seek.rated) return " · casual";
-  const range = Array.isArray(seek.rating_range) ? `, ${seek.rating_range[0]}\u2013${seek.rating_range[1]}` : "";
-  return ` · rated${range}`;
+  if (!seek.rated) return ` · ${t("lobby.seeks.casual")}`;
+  if (!Array.isArray(seek.rating_range)) return ` · ${t("lobby.seeks.rated")}`;
+  return ` · ${t("lobby.seeks.ratedRange", { min: seek.rating_range[0], max: seek.rating_range[1] })}`;
 }
 
 function optionsText(options) {
-  const parts = Object.entries(options || {}).map(([name, value]) => `${name.replace(/_/g, " ")} ${value}`);
+  const parts = Object.entries(options || {}).map(([name, value]) => {
+    const label = has(`lobby.option.${name}`) ? t(`lobby.option.${name}`) : name.replace(/_/g, " ");
+    const choice = has(`lobby.choice.${name}.${value}`) ? t(`lobby.choice.${name}.${value}`) : value;
+    return `${label} ${choice}`;
+  });
   return parts.length ? ` · ${parts.join(", ")}` : "";
 }
 
@@ -79,30 +97,54 @@ export function renderSeeks() {
   const seeks = lobby.seeks;
   $("seeks-count").textContent = seeks.length ? `(${seeks.length})` : "";
   if (!seeks.length) {
-    list.replaceChildren(el("li", { class: "empty muted" }, ["No open challenges. Post one with “Post in the lobby”."]));
+    list.replaceChildren(el("li", { class: "empty muted" }, [t("lobby.seeks.none")]));
     return;
   }
   list.replaceChildren(
     ...seeks.map((seek) => {
-      const game = store.gamesByName.get(seek.game);
-      const sides = game ? game.players : ["first player", "second player"];
-      const colour = seek.seat === 0 || seek.seat === 1 ? `plays ${sides[seek.seat]}` : "random sides";
       const mine = isMine(seek);
       return el("li", { class: ["room-item", mine && "mine"], testid: `seek-${seek.id}`, dataset: { seek: seek.id } }, [
         el("span", { class: `game-icon small icon-${seek.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
-          el("strong", {}, [game ? game.title : seek.game]),
+          el("strong", {}, [gameTitle(seek.game)]),
           el("span", { class: "muted small" }, [
-            seeker(seek, mine),
-            ` ${colour} · ${timeControlText(seek.clock)}${ratedText(seek)}${optionsText(seek.options)}`,
+            ...whoPlays(seek, mine),
+            ` · ${timeControlText(seek.clock)}${ratedText(seek)}${optionsText(seek.options)}`,
           ]),
         ]),
         mine
-          ? el("button", { class: "btn small", type: "button", testid: `cancel-${seek.id}`, onclick: () => cancelSeek(seek.id) }, ["Cancel"])
-          : el("button", { class: "btn small primary", type: "button", testid: `accept-${seek.id}`, onclick: () => acceptSeek(seek) }, ["Accept"]),
+          ? el("button", { class: "btn small", type: "button", testid: `cancel-${seek.id}`, onclick: () => cancelSeek(seek.id) }, [t("lobby.seeks.cancel")])
+          : el("button", { class: "btn small primary", type: "button", testid: `accept-${seek.id}`, onclick: () => acceptSeek(seek) }, [t("lobby.seeks.accept")]),
       ]);
     }),
   );
+}
+
+/** Whether the create form's opponent is the computer (a lobby challenge is for people). */
+function computerChosen() {
+  const opponent = $("opponent");
+  return Boolean(opponent && opponent.value.startsWith("ai:"));
+}
+
+/**
+ * "Post in the lobby" is for a game against a person: with the computer as the opponent it
+ * is off, and a line under the buttons says why and what to do instead.
+ */
+export function renderSeekChoice() {
+  const button = $("seek-btn");
+  if (!button) return;
+  const off = computerChosen();
+  let hint = $("seek-hint");
+  if (!hint) {
+    hint = el("p", { id: "seek-hint", class: "muted small seek-hint", testid: "seek-hint", style: "margin: 0" }, [
+      t("lobby.seeks.aiHint"),
+    ]);
+    button.after(hint); // right under the button it explains
+  }
+  hint.hidden = !off;
+  button.disabled = off;
+  if (off) button.setAttribute("aria-describedby", "seek-hint");
+  else button.removeAttribute("aria-describedby");
 }
 
 /** The "clock" of the time control chosen in the create form (null: untimed). */
@@ -113,6 +155,10 @@ export function chosenClock() {
 
 async function postSeek() {
   if (!store.selectedGame) return;
+  if (computerChosen()) {
+    renderSeekChoice(); // never a human challenge for a form set up against the computer
+    return;
+  }
   const seat = $("seat-choice").value;
   const name = playerName();
   if (name) prefs.set("name", name);
@@ -145,6 +191,7 @@ async function postSeek() {
     reportError(err);
   } finally {
     button.disabled = false;
+    renderSeekChoice();
   }
 }
 
@@ -208,9 +255,11 @@ function renderPool() {
   $("pool-status").hidden = !pool;
   $("pool-btn").hidden = Boolean(pool);
   if (!pool) return;
-  const game = store.gamesByName.get(pool.game);
-  $("pool-text").textContent =
-    `Looking for an opponent: ${game ? game.title : pool.game}, ${timeControlText(pool.clock)}, ${pool.rated ? "rated" : "casual"}… `;
+  $("pool-text").textContent = t("lobby.pool.looking", {
+    game: gameTitle(pool.game),
+    clock: timeControlText(pool.clock),
+    kind: pool.rated ? t("lobby.seeks.rated") : t("lobby.seeks.casual"),
+  });
 }
 
 async function cancelSeek(id) {

@@ -1,9 +1,11 @@
 // Helpers the screens share: the page's elements, JSON from the HTTP API, the game
-// catalogue and its words (AI seats, players), the fields the forms share, and the board
+// catalogue and its words in the page's language (game names, sides, AI seats and their
+// levels' ratings, players: common.json), the fields the forms share, and the board
 // renderers. None of them decides which screen shows (router.js) or holds shared state
 // (store.js).
 
 import { reportError } from "./errors.js";
+import { formatNumber, has, t } from "./i18n.js";
 import { ServerError } from "./protocol.js";
 import { prefs } from "./storage.js";
 import { setGames, store } from "./store.js";
@@ -64,29 +66,61 @@ export async function loadGames() {
   }
 }
 
+// -- the catalogue's words ----------------------------------------------------------------------
+
+/** A game's name in the page's language ("Chess", "Échecs"); the server's name for an unknown game. */
+export function gameTitle(name) {
+  const key = `common.game.${name}`;
+  if (has(key)) return t(key);
+  const game = store.gamesByName.get(name);
+  return game ? game.title : String(name || t("common.game.unknown"));
+}
+
+/** The name of seat `seat` (0, 1) of a game in the page's language ("White", "Sud"). */
+export function sideName(gameName, seat) {
+  const key = `common.side.${gameName}.${seat}`;
+  if (has(key)) return t(key);
+  const game = store.gamesByName.get(gameName);
+  return game && game.players[seat] !== undefined ? game.players[seat] : t("common.seat", { n: Number(seat) + 1 });
+}
+
 /**
- * "about 1400" for a level whose strength was measured on an absolute scale (chess: the
- * catalogue's `levels`, from `kibitz calibrate`), else "". Ratings are rounded to 50.
+ * The rating of an AI level (the catalogue's `rating`: its fixed rating in rated play, on
+ * the scale the rules panel explains; `elo` where a server has no `rating`), rounded to 10,
+ * or null when the catalogue has none.
  */
-export function levelStrengthText(gameName, level) {
+export function levelRating(gameName, level) {
   const game = store.gamesByName.get(gameName);
   const entry = game && Array.isArray(game.levels) ? game.levels.find((l) => l.level === level) : null;
-  if (!entry || entry.scale !== "absolute" || typeof entry.elo !== "number") return "";
-  return `about ${Math.round(entry.elo / 50) * 50}`;
+  if (!entry) return null;
+  const rating = typeof entry.rating === "number" ? entry.rating : entry.elo;
+  return typeof rating === "number" ? Math.round(rating / 10) * 10 : null;
 }
 
-/** An AI seat's label: its name from the server, with the level's measured strength. */
+/** "about 1300" for a level with a rating, else "". */
+export function levelStrengthText(gameName, level) {
+  const rating = levelRating(gameName, level);
+  return rating === null ? "" : t("common.ai.about", { rating: formatNumber(rating, { useGrouping: false }) });
+}
+
+/** "Computer, level 5, about 1300" (or "Computer, level 5" without a rating). */
+export function levelText(gameName, level) {
+  const rating = levelRating(gameName, level);
+  return rating === null
+    ? t("common.ai.level", { level })
+    : t("common.ai.levelRated", { level, rating: formatNumber(rating, { useGrouping: false }) });
+}
+
+/** An AI seat's label: "Computer, level 5, about 1300", from the catalogue (not the server's name). */
 export function aiSeatText(gameName, seat) {
-  const name = seat.name || `AI level ${seat.level}`;
-  const strength = levelStrengthText(gameName, seat.level);
-  return strength ? `${name}, ${strength}` : name;
+  return levelText(gameName, seat.level);
 }
 
-/** A player of a game record: its name, the AI's name or level, or "Anonymous". */
-export function playerLabel(info) {
+/** A player of a game record: its name, the computer's level, or "Anonymous". */
+export function playerLabel(info, gameName = undefined) {
   if (!info) return "?";
-  if (info.kind === "ai") return info.name || `AI level ${info.level}`;
-  return info.account || info.name || "Anonymous";
+  if (info.kind === "ai") return gameName ? levelText(gameName, info.level) : t("common.ai.level", { level: info.level });
+  return info.account || info.name || t("common.anonymous");
 }
 
 // -- ratings and accounts ---------------------------------------------------------------------
@@ -112,14 +146,14 @@ export function profileHref(username) {
 
 /** The "BOT" badge of a bot account, or null. */
 export function botBadge(isBot) {
-  return isBot ? el("span", { class: "tag bot", title: "a bot account: a program plays it" }, ["BOT"]) : null;
+  return isBot ? el("span", { class: "tag bot", title: t("common.bot.title") }, [t("common.bot")]) : null;
 }
 
 /**
  * A seat's or a seek's player as shown in lists: the account name linked to its profile (or
  * the display name), the BOT badge and the rating ("Ann 1512", "Bob 1500?").
  */
-export function playerWithRating(info, fallback = "Anonymous") {
+export function playerWithRating(info, fallback = t("common.anonymous")) {
   const name = info.account
     ? el("a", { href: profileHref(info.account), class: "player-link" }, [info.account])
     : info.name || fallback;
@@ -127,7 +161,7 @@ export function playerWithRating(info, fallback = "Anonymous") {
   return el("span", { class: "player-with-rating" }, [
     name,
     botBadge(info.bot),
-    rating ? el("span", { class: "rating muted", title: info.provisional ? "provisional rating" : "rating" }, [` ${rating}`]) : null,
+    rating ? el("span", { class: "rating muted", title: info.provisional ? t("common.rating.provisional") : t("common.rating") }, [` ${rating}`]) : null,
   ]);
 }
 

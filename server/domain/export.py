@@ -11,6 +11,9 @@ A rated game (``"rated": true``) is an Event ``Rated SPEED game ID`` and has the
 ``WhiteRatingDiff``/``BlackRatingDiff`` (lichess's tags); its JSON export carries
 ``"rated"`` and ``"ratings"``. A casual game's exports are as they always were.
 
+A PGN has a ``TimeControl`` tag (:func:`time_control_tag`): ``"180+2"``, ``"-"`` untimed,
+``"1/259200"`` for 3 days per move.
+
 Every tag value (PGN and PDN share the tag syntax) goes through :func:`tag_value`: a tag
 value is a string token, so a backslash and a quote are escaped with a backslash, and a
 character plain text on one line may not hold (control characters, line separators,
@@ -191,6 +194,28 @@ def _headers(record: dict[str, Any], result: str) -> dict[str, str]:
 # -- PGN -------------------------------------------------------------------------------------
 
 
+def time_control_tag(control: Any) -> str:
+    """The PGN ``TimeControl`` tag of a record's ``time_control`` (PGN standard, 9.6.1):
+    ``"180+2"`` for 3 minutes plus 2 seconds a move (``"300"`` with no increment), ``"-"``
+    for an untimed game, and ``"1/259200"`` (one move per period of that many seconds) for
+    3 days per move, as the standard writes correspondence; ``"?"`` for one it cannot say."""
+    if not control:
+        return "-"
+    if not isinstance(control, dict):
+        return "?"
+    days = control.get("days_per_move")
+    if isinstance(days, int | float) and not isinstance(days, bool) and days > 0:
+        return f"1/{round(days * 86400)}"
+    initial = control.get("initial_ms")
+    increment = control.get("increment_ms") or 0
+    if not isinstance(initial, int | float) or isinstance(initial, bool) or initial < 0:
+        return "?"
+    if not isinstance(increment, int | float) or isinstance(increment, bool) or increment < 0:
+        return "?"
+    base = str(round(initial / 1000))
+    return f"{base}+{round(increment / 1000)}" if increment else base
+
+
 def pgn(record: dict[str, Any]) -> str:
     """The chess game as PGN, with a ``[%clk h:mm:ss]`` comment after every move that
     has clocks (the mover's time left once the move was made)."""
@@ -206,6 +231,7 @@ def pgn(record: dict[str, Any]) -> str:
         game.setup(root.board)
     if record["result"] is not None:
         game.headers["Termination"] = tag_value(record["result"]["reason"])
+    game.headers["TimeControl"] = time_control_tag(record.get("time_control"))
     for name, value in tags(rating_tags(record)).items():
         game.headers[name] = value
     node: chess.pgn.GameNode = game

@@ -677,6 +677,8 @@ def _check_can_offer(room: Room, seat: int, kind: OfferKind) -> None:
         raise RoomError(
             "offer/not_allowed", f"room {room.id} is {room.status}: a {kind} needs a game on"
         )
+    if kind == "draw" and not find_game(room.game).policy.draw_offers:
+        raise RoomError("offer/not_allowed", f"{room.game} has no drawn ending: no draw to offer")
     if kind == "takeback":
         takeback_plies(room, seat)
 

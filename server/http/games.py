@@ -32,7 +32,7 @@ from kibitz.server.gateway.limits import client_address
 from kibitz.server.http import query
 from kibitz.server.services import analysis
 from kibitz.server.services.chat import record_chat
-from kibitz.shared.games import available_games, find_game
+from kibitz.shared.games import GameError, available_games, find_game
 from kibitz.shared.protocol.client_out import Error
 from kibitz.shared.search.strength import catalog_levels
 
@@ -167,7 +167,7 @@ async def start_analysis(request: web.Request) -> web.Response:
     archive = request.app[ARCHIVE_KEY]
     stored = await archive.get_analysis(game_id)
     if stored is not None and stored.get("status") == "done":
-        return web.json_response(stored)
+        return web.json_response(with_best_display(stored, record))
     queue = request.app[ANALYSIS_KEY]
     address = client_address(
         request.remote, request.headers, request.app[LIMITS_KEY].trusted_proxies
@@ -187,32 +187,75 @@ async def start_analysis(request: web.Request) -> web.Response:
     status = await queue.status(game_id)
     if status is None:  # stored between our two reads
         stored = await archive.get_analysis(game_id)
-        return web.json_response(stored) if stored else _error(503, "analysis/retry", "try again")
+        if stored is None:
+            return _error(503, "analysis/retry", "try again")
+        return web.json_response(with_best_display(stored, record))
     return web.json_response(
-        status, status=202 if outcome == analysis.StartOutcome.STARTED else 200
+        with_best_display(status, record),
+        status=202 if outcome == analysis.StartOutcome.STARTED else 200,
     )
 
 
 async def get_analysis(request: web.Request) -> web.Response:
     """A game's analysis: stored (``done`` or ``failed``) or under way (``queued`` or
-    ``running``, with the evaluations in so far); 404 when there is none."""
+    ``running``, with the evaluations in so far); ``{"id", "game", "status": "none"}`` for a
+    game never analysed, 404 for an unknown game. Each position with a best move also has
+    ``best_display``, that move as people write it (:func:`with_best_display`)."""
     game_id = request.match_info["id"]
+    record = await load_record(request, game_id)
     stored = await request.app[ARCHIVE_KEY].get_analysis(game_id)
+    if stored is None:
+        stored = await request.app[ANALYSIS_KEY].status(game_id)
     if stored is not None:
-        return web.json_response(stored)
-    status = await request.app[ANALYSIS_KEY].status(game_id)
-    if status is not None:
-        return web.json_response(status)
-    if await load_record(request, game_id) is None:
+        return web.json_response(with_best_display(stored, record))
+    if record is None:
         return _error(404, "game/not_found", f"no game with id {game_id!r}")
-    return _error(404, "analysis/not_found", f"game {game_id!r} has not been analysed")
+    return web.json_response({"id": record["id"], "game": record["game"], "status": "none"})
+
+
+def with_best_display(answer: dict[str, Any], record: dict[str, Any] | None) -> dict[str, Any]:
+    """``answer`` (an analysis) with ``best_display`` on each position whose ``best`` is a
+    move: the game's notation for people (SAN in chess; the wire text in games without
+    one), found by replaying ``record``'s moves. A position the record does not reach, or a
+    move that does not parse there, gets none."""
+    positions = answer.get("positions")
+    if record is None or not isinstance(positions, list):
+        return answer
+    game = find_game(record["game"])
+    wanted: dict[int, dict[str, Any]] = {
+        int(p["ply"]): p for p in positions if isinstance(p, dict) and p.get("best")
+    }
+    if not wanted:
+        return answer
+    displays: dict[int, str] = {}
+    try:
+        state = game.parse_position(record["start"])
+        for ply in range(min(max(wanted), len(record["moves"])) + 1):
+            if ply:
+                state = game.play(state, record["moves"][ply - 1]["move"])
+            if ply in wanted:
+                try:
+                    best = game.parse_move(state, str(wanted[ply]["best"]))
+                except GameError:
+                    continue
+                displays[ply] = game.display_move(state, best)
+    except GameError:
+        pass  # a record that does not replay: what was found so far
+    return {
+        **answer,
+        "positions": [
+            {**p, "best_display": displays[p["ply"]]} if p.get("ply") in displays else p
+            for p in positions
+        ],
+    }
 
 
 # -- the list of games -------------------------------------------------------------------------
 
 
 def catalogue() -> web.Response:
-    """The kinds of game: name, title, players, options and the AI's levels of each."""
+    """The kinds of game: name, title, players, options, the AI's levels of each and
+    whether a draw can be offered in it (``draws``)."""
     return web.json_response(
         [
             {
@@ -221,6 +264,7 @@ def catalogue() -> web.Response:
                 "players": list(g.players),
                 "options": {s.name: s.describe() for s in g.option_specs},
                 "levels": catalog_levels(g.name),
+                "draws": g.policy.draw_offers,
             }
             for g in available_games()
         ]

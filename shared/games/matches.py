@@ -46,8 +46,9 @@ class Matches(Game[MatchesState, int]):
     title = "Matches (misère Nim)"
     players = ("First", "Second")
     small = True
-    #: An AI accepts a draw only when its score says it is not ahead at all.
-    policy = GamePolicy(draw_margin=0.0, level_depths=SMALL_LEVEL_DEPTHS)
+    #: No ending of misère Nim is drawn (someone takes the last match), so no draw can be
+    #: offered; the margin would have an AI accept one only when not ahead at all.
+    policy = GamePolicy(draw_offers=False, draw_margin=0.0, level_depths=SMALL_LEVEL_DEPTHS)
     option_specs = (
         OptionSpec("count", 20, "matches on the table at the start", minimum=1, maximum=1000),
         OptionSpec("variant", "standard", "standard (take 1-3) or double", ("standard", "double")),

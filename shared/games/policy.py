@@ -1,7 +1,8 @@
 """What the server decides per game, stated by the game: its :class:`GamePolicy`.
 
-Rules say what a move does; policy says how the rest of kibitz treats the game: how far
-ahead an AI may think it is and still accept a draw (``server/domain/room.py``), the unit and
+Rules say what a move does; policy says how the rest of kibitz treats the game: whether a
+draw can be offered at all and how far ahead an AI may think it is and still accept one
+(``server/domain/room.py``; ``draws`` in ``GET /api/games``), the unit and
 thresholds its analysis is judged in and how long each analysed position is searched
 (``server/services/analysis.py``), the standard notation it exports besides JSON
 (``server/domain/export.py``), which engine protocol can play it (``workers/engines.py``), and
@@ -66,6 +67,8 @@ DEFAULT_LEVEL_TEMPERATURES: tuple[float, ...] = (3.0, 1.5, 0.8, 0.4, 0.2, 0.08, 
 class GamePolicy:
     """One game's policy (see the module docstring); every field has a default.
 
+    ``draw_offers``: whether a player may offer a draw (False in a game whose rules have
+    no drawn ending, such as misère Nim: the offer is refused with ``offer/not_allowed``);
     ``draw_margin``: how far ahead an AI may think it is (its own last score, in the
     game's evaluation unit: pawns, men, discs, seeds...) and still accept a draw offer;
     ``analysis_scale``: see :class:`AnalysisScale`; ``analysis_time_ms``: search time per
@@ -77,6 +80,7 @@ class GamePolicy:
     correspondence) rather than "timed" and "correspondence" (server/domain/speeds.py).
     """
 
+    draw_offers: bool = True
     draw_margin: float = 0.5
     analysis_scale: AnalysisScale = DEFAULT_SCALE
     analysis_time_ms: int = 200

@@ -72,18 +72,26 @@ def level_strength(game: str, level: int) -> LevelStrength | None:
 
 def catalog_levels(game: str) -> list[dict[str, Any]]:
     """Every level of ``game`` as the game catalogue (``GET /api/games``) shows it:
-    ``{"level", "elo", "elo_95", "games", "scale"}``, with ``elo``, ``elo_95`` and ``scale``
-    null for a level that has not been measured."""
+    ``{"level", "elo", "elo_95", "games", "scale", "rating"}``, with ``elo``, ``elo_95``
+    and ``scale`` null for a level that has not been measured; ``rating`` is the level's
+    fixed rating in rated play (:func:`bot_ratings`, on the kibitz rating scale: chess
+    anchored to Stockfish's ``UCI_Elo``, the other games' level 1 pinned at chess's level
+    1), null only for a game with no ratings."""
     table = TABLES.get(game)
+    ratings = bot_ratings(game)
     out: list[dict[str, Any]] = []
     for level in range(MIN_LEVEL, MAX_LEVEL + 1):
         entry = level_strength(game, level)
+        rating = None if ratings is None else ratings[level - MIN_LEVEL]
         if table is None or entry is None:
-            out.append({"level": level, "elo": None, "elo_95": None, "games": 0, "scale": None})
+            out.append({
+                "level": level, "elo": None, "elo_95": None, "games": 0, "scale": None,
+                "rating": rating,
+            })  # fmt: skip
             continue
         out.append({
             "level": level, "elo": entry.elo, "elo_95": [entry.low, entry.high],
-            "games": entry.games, "scale": table.scale,
+            "games": entry.games, "scale": table.scale, "rating": rating,
         })  # fmt: skip
     return out
 

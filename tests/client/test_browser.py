@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from kibitz.shared.search.strength import level_strength
+from kibitz.shared.search.strength import bot_ratings, level_strength
 
 pytestmark = pytest.mark.browser
 
@@ -164,7 +164,8 @@ def test_unknown_room_and_full_room_errors_are_shown(live_server: Any, new_page:
     error = page.locator("#error")
     expect(error).to_be_visible()
     expect(error).to_have_attribute("role", "alert")
-    expect(error).to_contain_text("room/unknown")
+    expect(error).to_have_attribute("data-code", "room/unknown")
+    expect(error).to_contain_text("No game with that room id")
     expect(page.locator("[data-testid=lobby]")).to_be_visible()
 
     # A room with both seats taken refuses a third player, who may still watch it.
@@ -175,7 +176,8 @@ def test_unknown_room_and_full_room_errors_are_shown(live_server: Any, new_page:
     expect(stranger.locator(f"[data-testid=room-{room}]")).to_contain_text("Tic-tac-toe")
     stranger.fill("[data-testid=join-room]", f"{base}/?room={room}")
     stranger.click("[data-testid=join]")
-    expect(stranger.locator("#error")).to_contain_text("room/full")
+    expect(stranger.locator("#error")).to_have_attribute("data-code", "room/full")
+    expect(stranger.locator("#error")).to_contain_text("Both seats are taken")
     stranger.click("[data-testid=watch]")
     expect(stranger.locator(f"{BOARD}[data-game=tictactoe]")).to_be_visible()
     expect(stranger.locator("[data-testid=room-id]")).to_contain_text(room)
@@ -190,7 +192,8 @@ def test_game_options_are_sent_and_checked(live_server: Any, new_page: NewPage) 
     page.select_option("[data-testid=option-variant]", "double")
     page.fill("[data-testid=option-count]", "5")  # the double variant needs 10 or more
     page.click("[data-testid=create]")
-    expect(page.locator("#error")).to_contain_text("options/invalid")
+    expect(page.locator("#error")).to_have_attribute("data-code", "options/invalid")
+    expect(page.locator("#error")).to_contain_text("Invalid game option")
     expect(page.locator("[data-testid=lobby]")).to_be_visible()
 
     page.fill("[data-testid=option-count]", "13")
@@ -203,21 +206,23 @@ def test_game_options_are_sent_and_checked(live_server: Any, new_page: NewPage) 
 
 
 def test_chess_levels_show_their_measured_strength(live_server: Any, new_page: NewPage) -> None:
-    """The create form and the AI seat say how strong a calibrated level is."""
+    """The create form and the AI seat say how strong a level is: its rating, to 10."""
     measured = level_strength("chess", 5)
     assert measured is not None, "the chess table (shared/search/strength.py) has level 5"
-    about = f"about {round(measured.elo / 50) * 50}"
+    about = f"about {round(measured.elo / 10) * 10}"
     page = new_page()
     open_lobby(page, live_server.http_url)
     page.click("[data-testid=game-chess]")
     option = page.locator("[data-testid=opponent] option[value='ai:5']")
     expect(option).to_have_text(f"Computer, level 5, {about}")
-    page.click("[data-testid=game-othello]")  # not measured on an absolute scale
+    othello = bot_ratings("othello")
+    assert othello is not None
+    page.click("[data-testid=game-othello]")  # a self-play ladder: a rating too
     expect(page.locator("[data-testid=opponent] option[value='ai:5']")).to_have_text(
-        "Computer, level 5"
+        f"Computer, level 5, about {int(othello[4] / 10 + 0.5) * 10}"
     )
     create_game(page, live_server.http_url, "chess", "ai:5", seat="0")
-    expect(page.locator("[data-testid=seat-1]")).to_contain_text(f"AI level 5, {about}")
+    expect(page.locator("[data-testid=seat-1]")).to_contain_text(f"Computer, level 5, {about}")
 
 
 # -- reconnection and reload keep the seat ----------------------------------------------------

@@ -1,6 +1,8 @@
 """The game page and "My games" in headless Chromium against the real server: play a short
 game to the end, open its page from the end screen, step through it with the buttons and
-the arrow keys, find its export links, and find it under "My games"."""
+the arrow keys, find its export links, and find it under "My games" (its length counted as
+the game counts moves, the opponent's whole name shown); a game page opened before any
+analysis makes no failed request and logs no error; an id with no game says so."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import asyncio
 import json
 import re
 import urllib.request
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from kibitz.client.connection import KibitzClient, new_player_key, newer_than
 from tests.client.test_browser import (
@@ -27,6 +31,7 @@ from tests.client.test_browser import (
 pytestmark = pytest.mark.browser
 
 REPLAY_BOARD = "[data-testid=replay-board]"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 
 
 def ply(page: Page) -> int:
@@ -70,7 +75,7 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
     expect(result).to_have_attribute("data-status", "over")
     expect(result).to_contain_text(re.compile(r"wins: three in a row\.|Draw"))
     expect(page.locator("[data-testid=replay-seat-0]")).to_contain_text("Ada")
-    expect(page.locator("[data-testid=replay-seat-1]")).to_contain_text("AI level 1")
+    expect(page.locator("[data-testid=replay-seat-1]")).to_contain_text("Computer, level 1")
     # It opens at the final position, every move listed.
     expect_ply(page, moves)
     assert page.locator("[data-testid^=replay-move-]").count() == moves
@@ -123,7 +128,9 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
         except AssertionError:
             continue
     expect(item).to_be_visible()
-    expect(item).to_contain_text("AI level 1")
+    expect(item).to_contain_text("Computer, level 1")
+    # Tic-tac-toe counts every mark as a move.
+    expect(page.locator(f"[data-testid=history-moves-{room}]")).to_have_text(f"{moves} moves")
     item.locator(f"[data-testid=open-{room}]").click()
     expect(page.locator("[data-testid=replay]")).to_be_visible()
     expect_ply(page, moves)
@@ -170,6 +177,9 @@ def test_a_chess_game_page_offers_pgn(live_server: Any, new_page: NewPage) -> No
         "Black (Anonymous) wins: checkmate."
     )
     expect(page.locator("[data-testid=replay-move-4]")).to_have_text("Qh4#")
+    # Nothing was taken in fool's mate: the material boxes (material.js) say no lead.
+    expect(page.locator("[data-testid=replay-material-0]")).to_have_attribute("data-diff", "0")
+    expect(page.locator("[data-testid=replay-material-1]")).to_have_attribute("data-diff", "0")
     expect(page.locator("[data-testid=replay-exports] a")).to_have_count(2)
     href = page.get_attribute("[data-testid=export-pgn]", "href")
     with urllib.request.urlopen(base + href) as reply:
@@ -191,5 +201,174 @@ def test_a_chess_game_page_offers_pgn(live_server: Any, new_page: NewPage) -> No
 def test_an_unknown_game_page_says_so(live_server: Any, new_page: NewPage) -> None:
     page = new_page()
     page.goto(f"{live_server.http_url}/?game=nosuchgame")
-    expect(page.locator("[data-testid=replay-title]")).to_have_text("No such game")
-    expect(page.locator("[data-testid=error]")).to_be_visible()
+    expect(page.locator("[data-testid=replay-title]")).to_have_text("No game with this id")
+    expect(page.locator("[data-testid=replay-result]")).to_contain_text(
+        "There is no game with the id “nosuchgame”"
+    )
+    # Nothing to step through: the step buttons, the board, the side panels are hidden.
+    for part in ("replay-first", "replay-prev", "replay-next", "replay-last", "replay-board"):
+        expect(page.locator(f"[data-testid={part}]")).to_be_hidden()
+    expect(page.locator("[data-testid=replay-moves]")).to_be_hidden()
+    expect(page.locator("[data-testid=replay-analysis]")).to_be_hidden()
+    expect(page.locator("#replay-rules-btn")).to_be_hidden()
+    # The arrow keys do nothing, and the page says it plainly rather than in a toast.
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("[data-testid=error]")).to_be_hidden()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "gamepage-missing.png"))
+    # Its link goes back to the lobby; a real game opened next shows everything again.
+    page.click("[data-testid=replay-missing-lobby]")
+    expect(page.locator("[data-testid=lobby]")).to_be_visible()
+    room = chess_game(live_server.http_url)
+    page.goto(f"{live_server.http_url}/?game={room}")
+    expect(page.locator("[data-testid=replay-title]")).to_have_text("Chess")
+    expect(page.locator("[data-testid=replay-first]")).to_be_visible()
+    expect(page.locator("[data-testid=replay-moves]")).to_be_visible()
+
+
+def test_an_unanalysed_game_page_makes_no_failed_request(
+    live_server: Any, new_page: NewPage
+) -> None:
+    """Every request of the page answers below 400 and the console logs no error: a game
+    never analysed is said so by a 200 ({"status": "none"}), not a 404."""
+    room = chess_game(live_server.http_url)
+    page = new_page()
+    bad: list[str] = []
+    page.on("requestfailed", lambda request: bad.append(f"failed {request.url}"))
+    page.on(
+        "response",
+        lambda response: (
+            bad.append(f"{response.status} {response.url}") if response.status >= 400 else None
+        ),
+    )
+    page.on(
+        "console",
+        lambda message: bad.append(f"console {message.text}") if message.type == "error" else None,
+    )
+    asked: list[int] = []
+    page.on(
+        "response",
+        lambda response: (
+            asked.append(response.status)
+            if response.url.endswith(f"/api/games/{room}/analysis")
+            else None
+        ),
+    )
+    page.goto(f"{live_server.http_url}/?game={room}")
+    panel = page.locator("[data-testid=replay-analysis]")
+    expect(panel).to_have_attribute("data-status", "none")
+    assert asked == [200], asked  # it asked, and was told "none" without an error status
+    expect(page.locator("[data-testid=replay-analyse]")).to_be_visible()
+    expect(page.locator("#replay-rules-btn")).to_have_attribute("data-rules", "chess")
+    # The step label counts chess moves (fool's mate: 2 moves, 4 plies) and names the move.
+    expect(page.locator("[data-testid=replay-ply]")).to_have_text("After 2… Qh4# (4 of 4)")
+    page.click("[data-testid=replay-first]")
+    expect(page.locator("[data-testid=replay-ply]")).to_have_text("Start (2 moves)")
+    # "How to play" opens the rules of this game (rules.js).
+    page.click("#replay-rules-btn")
+    expect(page.locator("#rules-dialog")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#rules-dialog")).to_be_hidden()
+    page.wait_for_load_state("networkidle")
+    assert not bad, bad
+
+
+def test_a_live_game_page(live_server: Any, new_page: NewPage) -> None:
+    """A game still being played: in progress, a link to watch it, no analysis asked for."""
+    base = live_server.http_url
+    room = _run(_opened_chess(base))
+    page = new_page()
+    asked: list[str] = []
+    page.on(
+        "request",
+        lambda request: asked.append(request.url) if "/analysis" in request.url else None,
+    )
+    page.goto(f"{base}/?game={room}")
+    expect(page.locator("[data-testid=replay-result]")).to_have_attribute("data-status", "playing")
+    expect(page.locator("[data-testid=replay-result]")).to_contain_text("In progress.")
+    expect(page.locator("[data-testid=replay-watch]")).to_have_attribute("href", f"?watch={room}")
+    expect(page.locator("[data-testid=replay-ply]")).to_have_text("After 1. e4 (1 of 1)")
+    expect(page.locator("[data-testid=replay-analysis]")).to_be_hidden()
+    page.wait_for_load_state("networkidle")
+    assert asked == []
+
+
+async def _opened_chess(base: str) -> str:
+    """A chess game with one move played, left running; the room."""
+    a = await KibitzClient.open(base)
+    b = await KibitzClient.open(base)
+    try:
+        room = (await a.create("chess", seat=0, name="ann"))["room"]
+        await b.join(room)
+        await a.move(room, "e2e4", 1)
+        await a.wait_state(room, newer_than(1))
+        return str(room)
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_my_games_counts_moves_and_shows_whole_names(live_server: Any, browser: Browser) -> None:
+    """At 1280 px, "My games" says fool's mate is 2 moves (4 plies) and shows a long opponent
+    name whole (its title holds it too); in French, "2 coups"."""
+    base = live_server.http_url
+    key = new_player_key()
+    long_name = "Bartholomew Maximilian Fitzgerald-Smythe"  # 40 characters
+    room = _run(_fools_mate(base, key, long_name))
+    for locale, words in (("en-US", "2 moves"), ("fr-FR", "2 coups")):
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, locale=locale)
+        try:
+            context.add_init_script(
+                f"localStorage.setItem('kibitz:player', JSON.stringify({{key: {key!r}}}))"
+            )
+            page = context.new_page()
+            item = page.locator(f"[data-testid=history-{room}]")
+            for _ in range(20):  # the list is read when the lobby opens: once archived
+                page.goto(base + "/")
+                try:
+                    expect(item).to_be_visible(timeout=1500)
+                    break
+                except AssertionError:
+                    continue
+            expect(item).to_be_visible()
+            expect(page.locator(f"[data-testid=history-moves-{room}]")).to_have_text(words)
+            opponent = page.locator(f"[data-testid=history-opponent-{room}]")
+            expect(opponent).to_contain_text(long_name)
+            expect(opponent).to_have_attribute("title", long_name)
+            # Not cut: nothing of its line is hidden (no ellipsis, no overflow).
+            cut = opponent.evaluate(
+                """(node) => {
+                    const line = node.parentElement;
+                    const over = (e) => e.scrollWidth > e.clientWidth + 1;
+                    return getComputedStyle(line).textOverflow === "ellipsis" || over(line) ||
+                      over(node);
+                }"""
+            )
+            assert not cut, "the opponent's name is cut"
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"mygames-{locale}.png"))
+        finally:
+            context.close()
+
+
+async def _fools_mate(base: str, key: str, opponent: str) -> str:
+    """Fool's mate: the player of ``key`` (White) is mated by ``opponent``; the room."""
+    a = await KibitzClient.open(base)
+    b = await KibitzClient.open(base)
+    try:
+        room = (await a.create("chess", seat=1, name=opponent))["room"]
+        await b.join(room, player_key=key)
+        for version_, move in enumerate(["f2f3", "e7e5", "g2g4", "d8h4"], start=1):
+            mover = b if version_ % 2 else a
+            await mover.move(room, move, version_)
+            await mover.wait_state(room, newer_than(version_))
+        return str(room)
+    finally:
+        await a.close()
+        await b.close()
+
+
+def _run(coroutine: Coroutine[Any, Any, str]) -> str:
+    """Run client code beside the page (Playwright's sync API holds this thread's loop)."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, coroutine).result(timeout=60)

@@ -339,6 +339,7 @@ def test_seek_posted_and_accepted(live_server: Any, new_page: NewPage) -> None:
     alice, bob = new_page(), new_page()
     open_lobby(alice, base)
     alice.click("[data-testid=game-tictactoe]")
+    alice.select_option("[data-testid=opponent]", "human")  # a challenge is for a person
     alice.select_option("[data-testid=seat-choice]", "1")
     alice.select_option("[data-testid=time-control]", "3+2")
     alice.fill("[data-testid=name]", "Alice")

@@ -389,6 +389,7 @@ def test_quick_pairing_and_a_rated_seek_with_a_rating_range(
     # A rated seek for opponents rated 1700 to 1900: Fay (1500) may not accept it, and is
     # told why in words; the list shows Eve's rating.
     choose_rated(eve, base, "d3")
+    eve.select_option("[data-testid=opponent]", "human")  # a challenge is for a person
     eve.fill("[data-testid=range-min]", "1700")
     eve.fill("[data-testid=range-max]", "1900")
     eve.click("[data-testid=post-seek]")

@@ -1,10 +1,24 @@
 // Chess: 8x8, rank 8 first in the view; moves in UCI ("e2e4", "e7e8q"), shown in SAN.
+// Pieces are kibitz's own SVG drawings (pieces.js); each square's accessible name says
+// its piece in words ("e4, white pawn"), from the catalogue.
+import { t } from "../i18n.js";
 import { el, enableDrag, groupMoves, orient, pickHandler } from "./common.js";
+import { chessPiece, chessPieceName, isWhite } from "./pieces.js";
 
 const FILES = "abcdefgh";
-// Solid glyphs for both sides (coloured by CSS); U+FE0E asks for text, not emoji.
-const GLYPHS = { k: "\u265A", q: "\u265B", r: "\u265C", b: "\u265D", n: "\u265E", p: "\u265F" };
-const PIECE_NAMES = { k: "king", q: "queen", r: "rook", b: "bishop", n: "knight", p: "pawn" };
+
+const PROMOTION_NAMES = {
+  q: () => t("boards.piece.queen"),
+  r: () => t("boards.piece.rook"),
+  b: () => t("boards.piece.bishop"),
+  n: () => t("boards.piece.knight"),
+};
+
+function squareLabel(name, piece, inCheck) {
+  if (!piece) return t("boards.square.empty", { square: name });
+  if (inCheck) return t("boards.square.check", { square: name, piece: chessPieceName(piece) });
+  return t("boards.square.piece", { square: name, piece: chessPieceName(piece) });
+}
 
 function squareName(r, c) {
   return `${FILES[c]}${8 - r}`;
@@ -20,42 +34,40 @@ export function render(root, ctx) {
   const selected = byFrom.has(ctx.ui.selected) ? ctx.ui.selected : undefined;
   const targets = selected ? byFrom.get(selected) : new Map();
   const lastSquares = new Set(last || []);
+  // The promoting side's colour: the piece on the square the move starts from.
+  const promoting = (move) => rows[8 - Number(move[1])][FILES.indexOf(move[0])] || "P";
   const click = pickHandler(ctx, byFrom, (candidates) =>
     ctx.choose({
-      title: "Promote to",
+      title: t("boards.chess.promote"),
       options: candidates
         .map((m) => m.slice(4))
         .sort((a, b) => "qrbn".indexOf(a) - "qrbn".indexOf(b))
-        .map((p) => ({
-          label: `${GLYPHS[p]}\uFE0E ${PIECE_NAMES[p]}`,
-          value: candidates.find((m) => m.slice(4) === p),
-          testid: `promo-${p}`,
-        })),
+        .map((p) => {
+          const letter = isWhite(promoting(candidates[0])) ? p.toUpperCase() : p;
+          return {
+            label: el("span", { class: "promo-choice" }, [chessPiece(letter, "promo-icon"), ` ${PROMOTION_NAMES[p]()}`]),
+            value: candidates.find((m) => m.slice(4) === p),
+            testid: `promo-${p}`,
+          };
+        }),
     }),
   );
 
-  const board = el("div", { class: "chess-board", role: "group", "aria-label": "Chess board" });
+  const board = el("div", { class: "chess-board", role: "group", "aria-label": t("boards.chess.board") });
   const rowOrder = orient(8, ctx.flipped);
   const colOrder = orient(8, ctx.flipped);
   rowOrder.forEach((r, i) => {
     colOrder.forEach((c, j) => {
       const name = squareName(r, c);
       const piece = rows[r][c];
-      const lower = piece.toLowerCase();
-      const white = piece !== "" && piece === piece.toUpperCase();
       const isTarget = targets.has(name);
       const movable = byFrom.has(name);
-      const label = piece ? `${name}, ${white ? "white" : "black"} ${PIECE_NAMES[lower]}` : `${name}, empty`;
+      const label = squareLabel(name, piece, check === name);
       const children = [];
-      if (piece) {
-        children.push(
-          el("span", { class: ["piece", white ? "white" : "black"], "aria-hidden": "true" }, [
-            `${GLYPHS[lower]}\uFE0E`,
-          ]),
-        );
-      }
-      if (j === 0) children.push(el("span", { class: "rank-label" }, [String(8 - r)]));
-      if (i === 7) children.push(el("span", { class: "file-label" }, [FILES[c]]));
+      if (piece) children.push(chessPiece(piece));
+      // Coordinates along the viewer's left and bottom edges (decoration: the name says it).
+      if (j === 0) children.push(el("span", { class: "rank-label", "aria-hidden": "true" }, [String(8 - r)]));
+      if (i === 7) children.push(el("span", { class: "file-label", "aria-hidden": "true" }, [FILES[c]]));
       board.append(
         el(
           "button",

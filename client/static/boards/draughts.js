@@ -1,6 +1,9 @@
 // International draughts: 10x10, dark squares numbered 1-50 row by row from the top-left.
 // Moves "32-28", "28x19" or a full path "28x19x10"; men "w"/"b", kings "W"/"B".
+// Men and kings are kibitz's own SVG drawings (pieces.js), named in words on each square.
+import { t } from "../i18n.js";
 import { el, enableDrag, groupMoves, orient, pickHandler } from "./common.js";
+import { draughtsPiece, draughtsPieceName, takenMark } from "./pieces.js";
 
 function squareNumber(r, c) {
   return (r + c) % 2 === 1 ? r * 5 + Math.floor(c / 2) + 1 : null;
@@ -57,12 +60,12 @@ export function render(root, ctx) {
   const captured = capturedSquares(ctx.lastMove, rows, ctx.prevView ? ctx.prevView.rows : null);
   const click = pickHandler(ctx, byFrom, (candidates) =>
     ctx.choose({
-      title: "Which capture path?",
+      title: t("boards.draughts.which_path"),
       options: candidates.map((m) => ({ label: m, value: m, testid: `path-${m}` })),
     }),
   );
 
-  const board = el("div", { class: "draughts-board", role: "group", "aria-label": "Draughts board" });
+  const board = el("div", { class: "draughts-board", role: "group", "aria-label": t("boards.draughts.board") });
   for (const r of orient(10, ctx.flipped)) {
     for (const c of orient(10, ctx.flipped)) {
       const number = squareNumber(r, c);
@@ -76,18 +79,15 @@ export function render(root, ctx) {
       const isTarget = targets.has(name);
       const children = [el("span", { class: "num", "aria-hidden": "true" }, [name])];
       if (piece) {
-        const colour = piece.toLowerCase() === "w" ? "white" : "black";
-        const king = piece === piece.toUpperCase();
-        children.push(el("span", { class: ["man", colour, king && "king"], "aria-hidden": "true" }, [king ? "\u265B\uFE0E" : ""]));
+        children.push(draughtsPiece(piece));
       } else if (captured.has(name)) {
         // The ghost of a piece the last move took.
-        const was = captured.get(name);
-        const colour = was.toLowerCase() === "w" ? "white" : "black";
-        children.push(el("span", { class: ["man", colour, "captured"], "aria-hidden": "true" }, ["\u00D7"]));
+        children.push(takenMark(captured.get(name)));
       }
-      const label = piece
-        ? `square ${name}, ${piece.toLowerCase() === "w" ? "white" : "black"} ${piece === piece.toUpperCase() ? "king" : "man"}`
-        : `square ${name}, empty${captured.has(name) ? ", just captured" : ""}`;
+      let label;
+      if (piece) label = t("boards.draughts.square_piece", { square: name, piece: draughtsPieceName(piece) });
+      else if (captured.has(name)) label = t("boards.draughts.square_captured", { square: name });
+      else label = t("boards.draughts.square_empty", { square: name });
       board.append(
         el(
           "button",

@@ -1,10 +1,16 @@
 // Kono (Pong Hau K'i): five points, a top-left, c top-right, e centre, b bottom-left,
 // d bottom-right; lines a-b, c-d, b-d and each corner to e (no a-c line). Moves "a-e".
+import { t } from "../i18n.js";
 import { groupMoves, pickHandler, svg } from "./common.js";
 
 const POINTS = { a: [20, 20], c: [180, 20], e: [100, 100], b: [20, 180], d: [180, 180] };
 const LINES = [["a", "b"], ["c", "d"], ["b", "d"], ["a", "e"], ["b", "e"], ["c", "e"], ["d", "e"]];
-const NAMES = { b: "black", w: "white" };
+
+function pointLabel(name, stone) {
+  if (stone === "b") return t("boards.kono.black", { point: name });
+  if (stone === "w") return t("boards.kono.white", { point: name });
+  return t("boards.kono.empty", { point: name });
+}
 
 export function render(root, ctx) {
   const points = ctx.view.points;
@@ -28,7 +34,7 @@ export function render(root, ctx) {
     ? new Set(byFrom.get(selected).keys())
     : new Set([...reaching].filter(([, moves]) => moves.length === 1).map(([to]) => to));
 
-  const board = svg("svg", { viewBox: "-16 -34 232 268", class: "kono-board", role: "group", "aria-label": "Kono board" });
+  const board = svg("svg", { viewBox: "-16 -34 232 268", class: "kono-board", role: "group", "aria-label": t("boards.kono.board") });
   for (const [p, q] of LINES) {
     const [x1, y1] = POINTS[p];
     const [x2, y2] = POINTS[q];
@@ -54,12 +60,15 @@ export function render(root, ctx) {
       role: "button",
       tabindex: enabled ? "0" : "-1",
       "aria-disabled": enabled ? "false" : "true",
-      "aria-label": `point ${name}, ${stone ? NAMES[stone] : "empty"}`,
+      "aria-label": pointLabel(name, stone),
     });
     group.append(svg("circle", { cx: x, cy: y, r: 19, class: "spot" }));
-    if (stone) group.append(svg("circle", { cx: x, cy: y, r: 15, class: `stone stone-${stone}` }));
+    if (stone) {
+      group.append(svg("circle", { cx: x, cy: y, r: 15, class: `stone stone-${stone}` }));
+      group.append(svg("circle", { cx: x - 4, cy: y - 5, r: 5, class: `stone-shine stone-shine-${stone}` }));
+    }
     const [lx, ly] = y < 100 ? [x, y - 25] : y > 100 ? [x, y + 36] : [x + 30, y + 5];
-    const label = svg("text", { x: lx, y: ly, class: "kono-label" });
+    const label = svg("text", { x: lx, y: ly, class: "kono-label", "aria-hidden": "true" });
     label.textContent = name;
     group.append(label);
     if (enabled) {

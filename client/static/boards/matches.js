@@ -1,4 +1,5 @@
 // Matches (misère Nim): one heap; the move is how many matches to take.
+import { t } from "../i18n.js";
 import { el } from "./common.js";
 
 const MAX_DRAWN = 120; // beyond this the heap is drawn as a count only
@@ -10,7 +11,7 @@ export function render(root, ctx) {
     class: "matches-heap",
     testid: "heap",
     role: "img",
-    "aria-label": `${heap} matches left`,
+    "aria-label": t("boards.matches.heap", { n: heap }),
   });
   const drawn = Math.min(heap, MAX_DRAWN);
   for (let i = 0; i < drawn; i++) {
@@ -25,16 +26,16 @@ export function render(root, ctx) {
 
   const facts = el("div", { class: "matches-facts" }, [
     el("span", { class: "count", testid: "heap-count" }, [String(heap)]),
-    el("span", {}, [heap === 1 ? " match left" : " matches left"]),
+    el("span", {}, [` ${t("boards.matches.left", { n: heap })}`]),
     heap ? el("span", { class: "sep" }, ["·"]) : null,
-    heap ? el("span", {}, [`take 1–${maxTake || 0}`]) : null,
+    heap ? el("span", {}, [t("boards.matches.range", { max: maxTake || 0 })]) : null,
     variant === "double" ? el("span", { class: "sep" }, ["·"]) : null,
-    variant === "double" ? el("span", {}, ["double variant"]) : null,
+    variant === "double" ? el("span", {}, [t("boards.matches.double")]) : null,
     lastTake ? el("span", { class: "sep" }, ["·"]) : null,
-    lastTake ? el("span", { class: "last-take" }, [`last take ${lastTake}`]) : null,
+    lastTake ? el("span", { class: "last-take" }, [t("boards.matches.last_take", { n: lastTake })]) : null,
   ]);
 
-  const buttons = el("div", { class: "matches-takes", role: "group", "aria-label": "Take matches" });
+  const buttons = el("div", { class: "matches-takes", role: "group", "aria-label": t("boards.matches.takes") });
   const shown = legal.length ? legal : [...Array(Math.min(maxTake || 0, 3)).keys()].map((i) => String(i + 1));
   for (const n of shown) {
     const playable = ctx.legal.includes(n);
@@ -45,14 +46,14 @@ export function render(root, ctx) {
           class: "btn take",
           testid: `take-${n}`,
           disabled: !playable,
-          "aria-label": `take ${n}`,
+          "aria-label": t("boards.matches.take_label", { n: Number(n) }),
           onclick: () => ctx.play(n),
           onmouseenter: () => preview(Number(n)),
           onfocus: () => preview(Number(n)),
           onmouseleave: () => preview(0),
           onblur: () => preview(0),
         },
-        [`Take ${n}`],
+        [t("boards.matches.take", { n: Number(n) })],
       ),
     );
   }

@@ -1,6 +1,7 @@
 // Oware (Abapa): South's pits A-F left to right along the bottom, North's a-f from North's
 // left, so drawn right to left along the top; the move is the pit letter. Stores show the
 // seeds each side has captured. Seat 1 (North) sees the board turned round.
+import { t } from "../i18n.js";
 import { countedOut } from "../result.js";
 import { el } from "./common.js";
 
@@ -25,7 +26,7 @@ export function render(root, ctx) {
         class: ["pit", side, playable && "playable", ctx.lastMove === letter && "last"],
         testid: `pit-${letter}`,
         dataset: { pit: letter, seeds: String(count) },
-        "aria-label": `pit ${letter}, ${count} seeds`,
+        "aria-label": t("boards.oware.pit", { pit: letter, n: count }),
         disabled: !playable,
         onclick: () => ctx.play(letter),
       },
@@ -41,12 +42,12 @@ export function render(root, ctx) {
   const store = (index, label) => {
     const total = isCountedOut ? stores[index] + onRow[index] : stores[index];
     const aria = isCountedOut
-      ? `${label} store, ${stores[index]} seeds and ${onRow[index]} left on its side: ${total}`
-      : `${label} store, ${stores[index]} seeds`;
+      ? t("boards.oware.store_counted", { side: label, stores: stores[index], left: onRow[index], n: total })
+      : t("boards.oware.store", { side: label, n: stores[index] });
     return el("div", { class: "store", testid: `store-${index}`, dataset: { total: String(total) }, "aria-label": aria }, [
       seeds(stores[index], 30),
       el("span", { class: "store-count" }, [String(total)]),
-      isCountedOut && onRow[index] ? el("span", { class: "store-extra muted" }, [`${stores[index]} + ${onRow[index]} left`]) : null,
+      isCountedOut && onRow[index] ? el("span", { class: "store-extra muted" }, [t("boards.oware.left", { stores: stores[index], left: onRow[index] })]) : null,
       el("span", { class: "store-name" }, [label]),
     ]);
   };
@@ -56,16 +57,16 @@ export function render(root, ctx) {
   // Counter-clockwise sowing: A..F left to right at the bottom, a..f right to left on top.
   let top = northPits.slice().reverse();
   let bottom = southPits;
-  let left = store(1, "North");
-  let right = store(0, "South");
+  let left = store(1, t("boards.oware.north"));
+  let right = store(0, t("boards.oware.south"));
   if (ctx.flipped) {
     top = southPits.slice().reverse();
     bottom = northPits;
-    left = store(0, "South");
-    right = store(1, "North");
+    left = store(0, t("boards.oware.south"));
+    right = store(1, t("boards.oware.north"));
   }
   root.append(
-    el("div", { class: "oware-board", role: "group", "aria-label": "Oware board" }, [
+    el("div", { class: "oware-board", role: "group", "aria-label": t("boards.oware.board") }, [
       left,
       el("div", { class: "pits" }, [el("div", { class: "row top" }, top), el("div", { class: "row bottom" }, bottom)]),
       right,

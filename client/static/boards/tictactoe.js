@@ -1,4 +1,5 @@
 // Tic-tac-toe: a 3x3 grid; the move is the cell number 1-9, row by row.
+import { t } from "../i18n.js";
 import { el, svg } from "./common.js";
 
 function mark(kind) {
@@ -34,12 +35,15 @@ export function render(root, ctx) {
   const won = winningLine(rows);
   const legal = new Set(ctx.legal);
   const ghost = ctx.state.to_move === 1 ? "o" : "x";
-  const grid = el("div", { class: "ttt-grid", role: "group", "aria-label": "Tic-tac-toe board" });
+  const grid = el("div", { class: "ttt-grid", role: "group", "aria-label": t("boards.tictactoe.board") });
   rows.forEach((row, r) => {
     row.forEach((cell, c) => {
       const number = String(r * 3 + c + 1);
       const playable = legal.has(number);
-      const label = `cell ${number}, ${cell ? cell.toUpperCase() : "empty"}${won.has(number) ? ", winning line" : ""}`;
+      let label;
+      if (!cell) label = t("boards.tictactoe.empty", { cell: number });
+      else if (won.has(number)) label = t("boards.tictactoe.winning", { cell: number, mark: cell.toUpperCase() });
+      else label = t("boards.tictactoe.mark", { cell: number, mark: cell.toUpperCase() });
       grid.append(
         el(
           "button",
@@ -57,7 +61,7 @@ export function render(root, ctx) {
             disabled: !playable,
             onclick: () => ctx.play(number),
           },
-          [mark(cell), playable ? el("span", { class: "ghost" }, [mark(ghost)]) : null],
+          [mark(cell), playable ? el("span", { class: "ghost", "aria-hidden": "true" }, [mark(ghost)]) : null],
         ),
       );
     });

@@ -193,6 +193,41 @@ def test_pgn_clock_comments_read_back() -> None:
         assert node.clock() == move["clocks_ms"][move["seat"]] // 1000
 
 
+@pytest.mark.parametrize(
+    ("control", "tag"),
+    [
+        ({"initial_ms": 180_000, "increment_ms": 2_000}, "180+2"),
+        ({"initial_ms": 600_000, "increment_ms": 0}, "600"),
+        ({"initial_ms": 15_000, "increment_ms": 1_000}, "15+1"),
+        (None, "-"),
+        ({"days_per_move": 3}, "1/259200"),
+        ({"days_per_move": 1}, "1/86400"),
+    ],
+)
+def test_pgn_time_control_tag_reads_back(control: dict[str, int] | None, tag: str) -> None:
+    """PGN standard 9.6.1: "seconds+increment", "-" untimed, "moves/seconds" a period
+    (correspondence: one move per so many days, in seconds); python-chess reads it back."""
+    record = played_record("chess", 3, max_plies=12, clocks=control is not None)
+    record["time_control"] = control
+    game = read_pgn(export.pgn(record))
+    assert game.headers["TimeControl"] == tag
+    assert len(list(game.mainline_moves())) == len(record["moves"])
+    # Each field of the tag is as the standard's grammar has it.
+    assert re.fullmatch(r"-|\?|\d+/\d+|\d+(\+\d+)?", game.headers["TimeControl"])
+    # python-chess's own parser of the tag agrees on the numbers.
+    parsed = game.time_control()
+    if control is None:
+        assert parsed.type == chess.pgn.TimeControlType.UNLIMITED and not parsed.parts
+    elif "days_per_move" in control:
+        assert (parsed.parts[0].moves, parsed.parts[0].time) == (
+            1,
+            control["days_per_move"] * 86400,
+        )
+    else:
+        assert parsed.parts[0].time == control["initial_ms"] // 1000
+        assert parsed.parts[0].increment == control["increment_ms"] // 1000
+
+
 def test_pgn_from_a_given_position_with_its_history() -> None:
     chess_game = find_game("chess")
     fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"

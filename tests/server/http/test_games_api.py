@@ -256,6 +256,12 @@ async def test_bad_list_parameters(server, query: str) -> None:
 async def test_the_game_catalogue_is_still_there(server) -> None:
     status, games = await http_get(f"{server.http_url}/api/games")
     assert status == 200 and {"chess", "draughts"} <= {g["name"] for g in games}
+    # Every level of every game has its rating in rated play, chess's level 1 included.
+    for entry in games:
+        ratings = [level["rating"] for level in entry["levels"]]
+        assert len(ratings) == 8 and all(isinstance(r, int) for r in ratings), entry["name"]
+        assert ratings == sorted(ratings) and ratings[0] > 0, entry["name"]
+        assert {"level", "elo", "elo_95", "games", "scale"} <= set(entry["levels"][0])
 
 
 async def test_same_key_same_player_on_two_connections(server) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import chess
 import pytest
 import redis
 
@@ -49,8 +50,9 @@ async def test_analysis_of_a_short_game_is_stored_per_position(server, redis_ser
     room = await play_chess(base, (new_player_key(), new_player_key()), FOOLS_MATE)
     await until(lambda: archived(base, room), "the game archived")
     url = f"{base}/api/games/{room}/analysis"
+    # Never analysed: a 200 that says so (no failed request on every game page).
     status, body = await http_get(url)
-    assert (status, body["code"]) == (404, "analysis/not_found")
+    assert (status, body) == (200, {"id": room, "game": "chess", "status": "none"})
     status, first = await http_post(url)
     assert status == 202 and first["status"] in ("queued", "running")
     assert first["progress"]["total"] == len(FOOLS_MATE) + 1
@@ -68,6 +70,14 @@ async def test_analysis_of_a_short_game_is_stored_per_position(server, redis_ser
     assert [p["ply"] for p in positions] == [0, 1, 2, 3, 4]
     assert all(isinstance(p["score"], int | float) for p in positions)
     assert all(isinstance(p["best"], str) for p in positions[:4])
+    # The best move also as people write it: SAN, from the position it is played in.
+    for p in positions[:4]:
+        board = chess.Board()
+        for move in FOOLS_MATE[: p["ply"]]:
+            board.push_uci(move)
+        assert p["best_display"] == board.san(chess.Move.from_uci(p["best"]))
+    assert positions[3]["best_display"] == "Qh4#"
+    assert "best_display" not in positions[4]
     # Black mated White: the final position is a proven win for Black.
     assert positions[4]["best"] is None and positions[4]["score"] == -1000
     assert positions[4]["mate"] == 0

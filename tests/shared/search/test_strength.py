@@ -8,6 +8,7 @@ from kibitz.shared.search.strength import (
     ABSOLUTE,
     RELATIVE,
     TABLES,
+    bot_ratings,
     catalog_levels,
     level_strength,
 )
@@ -43,3 +44,22 @@ def test_catalog_levels_cover_every_level() -> None:
     unmeasured = catalog_levels("no-such-game")
     assert all(e["elo"] is None and e["scale"] is None and e["games"] == 0 for e in unmeasured)
     assert level_strength("no-such-game", 1) is None
+
+
+def test_catalog_levels_carry_the_rated_play_rating_of_every_game() -> None:
+    """Each level of every game carries ``rating``, its fixed rating in rated play (the
+    numbers the web client shows as "about 1300"): chess on Stockfish's scale, level 1
+    included; every other game's level 1 pinned at chess's level 1."""
+    chess_one = catalog_levels("chess")[0]["rating"]
+    for game in available_games():
+        levels = catalog_levels(game.name)
+        ratings = [entry["rating"] for entry in levels]
+        assert ratings == list(bot_ratings(game.name) or ()), game.name
+        assert all(isinstance(r, int) for r in ratings) and len(ratings) == MAX_LEVEL
+        assert ratings == sorted(ratings), (game.name, ratings)
+        assert ratings[0] == chess_one
+    chess = catalog_levels("chess")
+    for entry in chess:
+        if entry["elo"] is not None:
+            assert entry["rating"] == entry["elo"]
+    assert all(e["rating"] is None for e in catalog_levels("no-such-game"))
