@@ -16,7 +16,7 @@ import { $, sideName as gameSide } from "./util.js";
 
 const NOTICE_MS = 6000;
 
-let noticeTimer = null; // takes the decline notice away
+let noticeTimer = null; // takes the notice (a decline, a takeback) away
 
 const OFFER_WORDS = {
   draw: {
@@ -147,9 +147,18 @@ function renderOffer(state) {
     }
   }
   const event = state.event || {};
-  if (DECLINES[event.kind] && event.seat !== store.you && store.notice !== state.version) {
+  const fresh = store.notice !== state.version;
+  // A move or a new offer makes an earlier notice stale ("North: draw declined"): it goes.
+  if (fresh && store.noticeText && (event.kind === "move" || /_offer$/.test(event.kind || ""))) {
+    clearNotice();
+    clearTimeout(noticeTimer);
+  }
+  // An agreed takeback (the computer accepts at once) moves the board back: say so.
+  const noticed =
+    event.kind === "takeback" ? t("actions.takenBack") : DECLINES[event.kind] && event.seat !== store.you ? DECLINES[event.kind](sideName(state, event.seat)) : null;
+  if (noticed && fresh) {
     // Said once, for a few seconds, when it happens.
-    setNotice(state.version, DECLINES[event.kind](sideName(state, event.seat)));
+    setNotice(state.version, noticed);
     clearTimeout(noticeTimer);
     noticeTimer = setTimeout(() => {
       clearNotice();

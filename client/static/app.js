@@ -9,8 +9,9 @@
 //   store.js       this file: wires the page and dispatches the server's messages
 //   lobby.js     the lobby screen, with its panels seeks.js (open challenges, the lobby
 //                subscription) and mygames.js ("My games": this browser's player's games)
-//   game.js      the game screen and its choice dialog, with its panels actions.js (draw,
-//                takeback, abort, claim, rematch; the spectator's bar) and chat.js
+//   game.js      the game screen, with its panels actions.js (draw, takeback, abort,
+//                claim, rematch; the spectator's bar), chat.js, choice.js (the choice
+//                dialog) and feel.js (animation, sounds, premoves, move confirmation)
 //   gamepage.js  the game page (?game=ID): a played game to step through and export
 //   players.js   the leaderboards (?leaderboard=GAME&speed=S) and profiles (?player=NAME)
 //   accountpage.js  the account page (?account=): password, sessions, API tokens

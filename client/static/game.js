@@ -1,22 +1,30 @@
-// The game screen: the board, the players, the moves, sharing links and the dialog for
-// choices. Every "state" snapshot redraws it; a click sends a move from legal_moves.
+// The game screen: the board, the players, the moves and sharing links. Every "state"
+// snapshot redraws it; a click sends a move from legal_moves.
 // It registers itself with the router as the screen "game" (show a room, join, leave).
 //
-// The feel of a game site lives here too: a move that arrives alone is animated on the
-// board (boards/common.js), each new snapshot plays its sound (sounds.js: move, capture,
-// check, game end, an offer; low time once from the clock's tick), a premove may be picked
-// while the opponent is to move in chess and draughts (premove.js) and is sent the moment
-// the turn comes, and a move may wait for Confirm (prefs "confirmMove": in correspondence
-// games by default). The preferences come from the settings dialog (settings.js).
+// Its panels: actions.js (offers, abort, claim, rematch), chat.js, choice.js (the dialog
+// for choices) and feel.js (move animation, sounds, premoves, move confirmation), which
+// this screen calls at fixed points and lends its redraws and its move sender.
 
 import { renderActions, wireActions } from "./actions.js";
-import { animateChange, captureBoard, el, enableArrowKeys } from "./boards/common.js";
+import { el, enableArrowKeys } from "./boards/common.js";
 import { renderChat, resetChat } from "./chat.js";
-import { clockElement, onTick, remainingMs, renderClockStrip } from "./clock.js";
+import { choose, wireChoice } from "./choice.js";
+import { clockElement, renderClockStrip } from "./clock.js";
 import { reportError } from "./errors.js";
+import {
+  feelAfterBoard,
+  feelBeforeBoard,
+  feelOnState,
+  forgetConfirmation,
+  holdForConfirm,
+  keepPremove,
+  renderFeel,
+  resetFeel,
+  wireFeel,
+} from "./feel.js";
 import { t } from "./i18n.js";
 import { renderMaterial } from "./material.js";
-import { PREMOVE_GAMES, matchPremove, moveSquares, pseudoMoves } from "./premove.js";
 import { describeResult } from "./result.js";
 import { leaveRoom, navigate, openRoom, registerScreen, showLobby } from "./router.js";
 import { player, prefs, seatStore } from "./storage.js";
@@ -36,7 +44,6 @@ import {
 import { currentAccount } from "./account.js";
 import { blockPlayer, reportPlayer } from "./civil.js";
 import { renderTextMove } from "./textmove.js";
-import { playSound, setSoundOn, soundOn } from "./sounds.js";
 import {
   $,
   aiSeatText,
@@ -65,15 +72,6 @@ const ratings = { room: null, changes: null, polling: false };
 let openSeatMenu = null; // the seat whose name menu is open, kept open across redraws
 
 let pendingTimer = null; // gives up waiting for the reply to a move
-
-// The feel of the game screen.
-const LOW_TIME_MS = 10_000; // your clock under this: the low-time sound, once
-const NOTICE_MS = 4000; // how long "premove dropped" shows
-let premove = null; // {room, move}: the one premove, sent when our turn comes
-let confirming = null; // {room, version, move}: a move waiting for Confirm
-let animateVersion = null; // the version whose board is drawn with its move animated
-const lowTimeSounded = new Set(); // "room:seat" whose low time was sounded
-let premoveNotice = null; // {text, timer}: "premove dropped" on screen
 
 // -- messages about the room on screen -------------------------------------------------------
 
@@ -116,13 +114,7 @@ export function onState(message) {
     resetUi();
     clearPending();
   }
-  const oneMove = Boolean(previous) && message.version === previous.version + 1 && message.moves.length === previous.moves.length + 1;
-  animateVersion = oneMove && animationAllowed() ? message.version : null;
-  if (previous && fresh) soundFor(previous, message);
-  if (fresh) {
-    keepConfirmation(message);
-    playPremove(message);
-  }
+  feelOnState(previous, message, fresh); // animation, sound, confirmation, premove
   renderGame();
   renderChat(); // the channel follows the seat
   const event = message.event || {};
@@ -192,8 +184,7 @@ async function enterRoom(room, mode) {
   showRoom(room, mode, seatStore.get(room));
   resetChat(room);
   clearPending();
-  premove = null;
-  confirming = null;
+  resetFeel();
   window.scrollTo(0, 0); // a new game opens at the top of the page
   renderGame();
   loadGames().then(() => store.state && renderGame());
@@ -286,8 +277,7 @@ export function renderGame() {
     $("game-title").textContent = t("game.connecting");
     $("room-id").textContent = store.room ? t("game.room", { room: store.room }) : "";
     $("status").textContent = t("game.loading");
-    renderConfirm(null);
-    renderPremove(null);
+    renderFeel(null);
     renderMaterial(null);
     $("result").hidden = true;
     $("join-banner").hidden = true;
@@ -346,9 +336,7 @@ export function renderGame() {
   renderShare(state);
   renderActions(state, myTurn);
   renderMaterial(state, isFlipped(state)); // captured pieces and the material difference
-  renderConfirm(state);
-  renderPremove(state);
-  renderSoundButton();
+  renderFeel(state); // the Confirm bar, the premove's note, the mute switch
   renderBoard();
 }
 
@@ -556,13 +544,8 @@ async function renderBoard() {
   const board = await boardFor(state.game);
   if (state !== store.state) return; // a newer snapshot arrived while the module loaded
   const myTurn = isMyTurn(state);
-  const waiting = confirming && confirming.room === state.room;
+  const { waiting, premoving, premoves, before } = feelBeforeBoard(state, root, myTurn);
   const canMove = myTurn && !store.pending && !waiting;
-  const premoving = !myTurn && canPremove(state);
-  // The board before this redraw, when this version's move is to be animated on it.
-  const animate = animateVersion === state.version && Number(root.dataset.version) === state.version - 1;
-  const before = animate ? captureBoard(root) : null;
-  if (animateVersion === state.version) animateVersion = null;
   root.dataset.game = state.game;
   root.dataset.version = String(state.version);
   root.dataset.status = state.status;
@@ -584,16 +567,15 @@ async function renderBoard() {
     canMove: canMove || premoving,
     premove: premoving,
     // While the opponent is to move: any own piece to any square, kept as a premove.
-    legal: canMove ? state.legal_moves : premoving ? pseudoMoves(state.game, state.view, store.you) : [],
+    legal: canMove ? state.legal_moves : premoves,
     lastMove: state.last_move ? state.last_move.move : null,
     prevView: store.prevView,
     ui: store.ui,
-    play: premoving ? setPremove : playMove,
+    play: premoving ? keepPremove : playMove,
     choose,
     rerender: renderBoard,
   });
-  markSquares(root, state);
-  if (before) animateChange(root, before);
+  feelAfterBoard(root, state, before); // the marked squares, the move's animation
   if (focused) {
     const again = root.querySelector(`[data-testid="${focused}"]`);
     if (again && !again.disabled) again.focus();
@@ -620,11 +602,8 @@ export function wireGame() {
     if (store.state) renderGame();
     renderChat();
   });
-  $("dialog-cancel").addEventListener("click", cancelChoice);
-  $("dialog").addEventListener("click", (event) => {
-    if (event.target === $("dialog")) cancelChoice();
-  });
-  wireFeel();
+  wireChoice();
+  wireFeel({ redraw: renderGame, redrawBoard: renderBoard, send: sendMove, isMyTurn });
 }
 
 /** A move picked on the board, by the pass button or as text: confirmed first when the
@@ -632,13 +611,7 @@ export function wireGame() {
 function playMove(move) {
   const state = store.state;
   if (!state || store.pending || !store.token || !isMyTurn(state)) return;
-  if (needsConfirmation(state)) {
-    confirming = { room: state.room, version: state.version, move };
-    renderGame();
-    const yes = $("confirm-move-btn");
-    if (yes) yes.focus();
-    return;
-  }
+  if (holdForConfirm(state, move)) return;
   sendMove(move);
 }
 
@@ -646,7 +619,7 @@ function playMove(move) {
 function sendMove(move, redraw = true) {
   const state = store.state;
   if (!state || store.pending || !store.token || !isMyTurn(state)) return;
-  confirming = null;
+  forgetConfirmation();
   setPending(true);
   clearTimeout(pendingTimer);
   pendingTimer = setTimeout(() => {
@@ -678,362 +651,3 @@ async function resign() {
   if (sure !== "yes" || store.state.room !== state.room) return;
   store.conn.request({ type: "resign", room: state.room, token: store.token }).catch(reportError);
 }
-
-
-// -- the feel of a game site: animation, sounds, premoves, move confirmation ------------------
-
-/** Moves are animated unless the player turned it off, asks for less motion or looks away. */
-function animationAllowed() {
-  if (prefs.get("animation", true) === false || document.hidden) return false;
-  return !(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
-}
-
-function pieceCount(view) {
-  if (!view || !Array.isArray(view.rows)) return null;
-  return view.rows.flat().filter(Boolean).length;
-}
-
-/** The sound of a move, from what the snapshots show (no rule): check, capture or move. */
-function moveSound(previous, state) {
-  const last = state.last_move || state.moves[state.moves.length - 1] || {};
-  const shown = String(last.display || last.move || "");
-  if (state.game === "chess") {
-    if (/[+#]/.test(shown)) return "check";
-    if (shown.includes("x")) return "capture";
-    return "move";
-  }
-  if (state.game === "draughts") return String(last.move || "").includes("x") ? "capture" : "move";
-  const stores = (view) => (view && Array.isArray(view.stores) ? view.stores.reduce((a, b) => a + b, 0) : 0);
-  if (state.game === "oware") return stores(state.view) > stores(previous.view) ? "capture" : "move";
-  const before = pieceCount(previous.view);
-  const after = pieceCount(state.view);
-  return before !== null && after !== null && after < before ? "capture" : "move";
-}
-
-/** Whether the other side made an offer in this snapshot (draw, takeback, rematch). */
-function newOffer(previous, state) {
-  const seated = store.token && (store.you === 0 || store.you === 1);
-  if (!seated) return false;
-  const offers = state.offers || {};
-  const before = previous.offers || {};
-  return ["draw", "takeback", "rematch"].some((kind) => {
-    const by = offers[kind];
-    return by !== null && by !== undefined && by !== before[kind] && by !== store.you;
-  });
-}
-
-/** The sound of a new snapshot of the room on screen, if any. */
-function soundFor(previous, state) {
-  if (previous.room !== state.room) return;
-  if (state.status === "over" && previous.status !== "over") {
-    playSound("end");
-  } else if (state.moves.length > previous.moves.length) {
-    playSound(moveSound(previous, state));
-  } else if (newOffer(previous, state) || (previous.status === "waiting" && state.status === "playing")) {
-    playSound("notify");
-  }
-}
-
-/** Your own clock under ten seconds: the low-time sound, once a game. */
-function lowTimeTick(state) {
-  const clock = state.clock;
-  const seat = store.you;
-  if (!clock || clock.days_per_move || state.status !== "playing" || !store.token) return;
-  if ((seat !== 0 && seat !== 1) || clock.running !== seat || !Array.isArray(clock.remaining_ms)) return;
-  const key = `${state.room}:${seat}`;
-  if (lowTimeSounded.has(key) || remainingMs(clock, seat) >= LOW_TIME_MS) return;
-  lowTimeSounded.add(key);
-  playSound("lowtime");
-}
-
-/** Whether this browser may premove now: seated in a chess or draughts game, the opponent to move. */
-function canPremove(state) {
-  return (
-    prefs.get("premove", true) !== false &&
-    PREMOVE_GAMES.has(state.game) &&
-    state.status === "playing" &&
-    Boolean(store.token) &&
-    (store.you === 0 || store.you === 1) &&
-    state.to_move !== store.you
-  );
-}
-
-/** The renderer's play() while the opponent is to move: keep the move as the premove. */
-function setPremove(move) {
-  const state = store.state;
-  if (!state || !canPremove(state)) return;
-  premove = { room: state.room, move };
-  clearPremoveNotice();
-  renderGame();
-}
-
-function cancelPremove() {
-  if (!premove) return false;
-  premove = null;
-  if (store.state) renderGame();
-  return true;
-}
-
-/** Our turn has come: send the premove if it (or a move between its squares) is legal, else drop it. */
-function playPremove(state) {
-  if (!premove) return;
-  if (premove.room !== state.room || state.status !== "playing") {
-    premove = null;
-    return;
-  }
-  if (!isMyTurn(state)) return;
-  const wanted = premove.move;
-  premove = null;
-  const move = matchPremove(state.game, wanted, state.legal_moves);
-  if (move && !store.pending) {
-    sendMove(move, false);
-  } else {
-    showPremoveNotice(t("feel.premove.dropped", { move: wanted }));
-  }
-}
-
-function showPremoveNotice(text) {
-  clearPremoveNotice();
-  premoveNotice = {
-    text,
-    timer: setTimeout(() => {
-      premoveNotice = null;
-      if (store.state) renderPremove(store.state);
-    }, NOTICE_MS),
-  };
-}
-
-function clearPremoveNotice() {
-  if (premoveNotice) clearTimeout(premoveNotice.timer);
-  premoveNotice = null;
-}
-
-/** Whether a picked move waits for Confirm (prefs "confirmMove"). */
-function needsConfirmation(state) {
-  const mode = prefs.get("confirmMove", "correspondence");
-  if (mode === "always") return true;
-  if (mode === "never") return false;
-  return Boolean(state.clock && state.clock.days_per_move);
-}
-
-/** A new snapshot: the move waiting for Confirm stays only while it is still ours to play. */
-function keepConfirmation(state) {
-  if (!confirming) return;
-  if (confirming.room !== state.room || !isMyTurn(state) || !state.legal_moves.includes(confirming.move)) confirming = null;
-  else confirming.version = state.version;
-}
-
-function cancelConfirmation() {
-  if (!confirming) return false;
-  confirming = null;
-  if (store.state) renderGame();
-  const board = $("board");
-  const square = board && board.querySelector("button:not([disabled])");
-  if (square) square.focus();
-  return true;
-}
-
-/** The squares (cells, points, pits) a move text names. */
-function squaresOf(state, move) {
-  const ends = moveSquares(state.game, move);
-  return ends.length ? ends : [String(move)];
-}
-
-function squareNode(root, name) {
-  const value = CSS.escape(name);
-  return root.querySelector(`[data-square="${value}"], [data-point="${value}"], [data-pit="${value}"], [data-cell="${value}"]`);
-}
-
-/** Mark the premove's squares and those of the move waiting for Confirm. */
-function markSquares(root, state) {
-  const marks = [];
-  if (premove && premove.room === state.room) marks.push([premove.move, "premove"]);
-  if (confirming && confirming.room === state.room) marks.push([confirming.move, "confirm-pending"]);
-  for (const [move, mark] of marks) {
-    for (const name of squaresOf(state, move)) {
-      const node = squareNode(root, name);
-      if (node) node.classList.add(mark);
-    }
-  }
-}
-
-/** The floating Confirm / Cancel bar (never moves the board). */
-function renderConfirm(state) {
-  const bar = $("move-confirm");
-  if (!bar) return;
-  const show = Boolean(state && confirming && confirming.room === state.room);
-  bar.hidden = !show;
-  if (show) $("move-confirm-text").textContent = t("feel.confirm.prompt", { move: confirming.move });
-}
-
-/** The premove waiting, or why it was dropped: a note at the end of the status line
- *  (a live region, so it is said too). */
-function renderPremove(state) {
-  const old = $("premove");
-  if (old) old.remove();
-  let text = null;
-  let mode = "none";
-  if (state && premove && premove.room === state.room) {
-    text = t("feel.premove.set", { move: premove.move });
-    mode = "set";
-  } else if (state && premoveNotice) {
-    text = premoveNotice.text;
-    mode = "dropped";
-  }
-  if (!text) return;
-  $("status").append(el("span", { id: "premove", class: "premove-note", testid: "premove", dataset: { state: mode } }, [text]));
-}
-
-/** A speaker drawn in SVG: with sound waves, or crossed out when muted. */
-function speakerIcon(on) {
-  const ns = "http://www.w3.org/2000/svg";
-  const icon = document.createElementNS(ns, "svg");
-  icon.setAttribute("viewBox", "0 0 24 24");
-  icon.setAttribute("aria-hidden", "true");
-  icon.setAttribute("class", "speaker-icon");
-  const shape = (d) => {
-    const path = document.createElementNS(ns, "path");
-    path.setAttribute("d", d);
-    icon.append(path);
-  };
-  shape("M4 9h4l5-4v14l-5-4H4z");
-  if (on) shape("M16 8.5c1.2 1 1.8 2.2 1.8 3.5s-.6 2.5-1.8 3.5M18.5 6c2 1.6 3 3.6 3 6s-1 4.4-3 6");
-  else shape("M16 9l5 6M21 9l-5 6");
-  return icon;
-}
-
-/** The mute switch beside the game's title (prefs "sound", also in the settings dialog). */
-function renderSoundButton() {
-  const button = $("sound-btn");
-  if (!button) return;
-  const on = soundOn();
-  button.setAttribute("aria-pressed", String(!on));
-  button.setAttribute("aria-label", on ? t("feel.sound.mute") : t("feel.sound.unmute"));
-  button.title = button.getAttribute("aria-label");
-  button.dataset.sound = on ? "on" : "off";
-  button.replaceChildren(speakerIcon(on));
-}
-
-
-/** Make the floating bars and the mute switch, and listen for the keys and preferences. */
-function wireFeel() {
-  const game = $("game");
-  const yes = el("button", { type: "button", class: "btn primary", id: "confirm-move-btn", testid: "confirm-move" }, [t("feel.confirm.yes")]);
-  const no = el("button", { type: "button", class: "btn", testid: "cancel-move" }, [t("feel.confirm.no")]);
-  yes.addEventListener("click", () => {
-    if (!confirming) return;
-    const { move } = confirming;
-    confirming = null;
-    sendMove(move);
-  });
-  no.addEventListener("click", () => cancelConfirmation());
-  game.append(
-    el("div", { id: "move-confirm", class: "feel-float move-confirm", role: "group", "aria-label": t("feel.confirm.label"), testid: "confirm-bar", hidden: true }, [
-      el("span", { id: "move-confirm-text", class: "move-confirm-text" }),
-      yes,
-      no,
-    ]),
-  );
-  if (!$("sound-btn")) {
-    const sound = el("button", { type: "button", class: "btn ghost small sound-btn", id: "sound-btn", testid: "sound-toggle" });
-    sound.addEventListener("click", () => {
-      setSoundOn(!soundOn());
-      renderSoundButton();
-    });
-    const head = game.querySelector(".game-head");
-    if (head) head.append(sound);
-  }
-  renderSoundButton();
-  const board = $("board");
-  // A click on the premove's piece takes the premove back (before the board sees the click).
-  board.addEventListener(
-    "click",
-    (event) => {
-      if (!premove || !store.state) return;
-      const square = event.target.closest("[data-square]");
-      if (square && square.dataset.square === squaresOf(store.state, premove.move)[0]) {
-        event.stopPropagation();
-        event.preventDefault();
-        cancelPremove();
-      }
-    },
-    true,
-  );
-  board.addEventListener("contextmenu", (event) => {
-    if (!store.state || !canPremove(store.state)) return;
-    event.preventDefault();
-    if (!cancelPremove() && store.ui.selected !== undefined) {
-      resetUi();
-      renderBoard();
-    }
-  });
-  document.addEventListener("keydown", (event) => {
-    if (event.key !== "Escape" || $("game").hidden || !$("dialog").hidden || document.querySelector("dialog[open]")) return;
-    if (cancelConfirmation() || cancelPremove()) event.preventDefault();
-  });
-  window.addEventListener("kibitz:prefs", () => {
-    if (prefs.get("premove", true) === false) premove = null;
-    renderSoundButton();
-    if (store.state) renderGame();
-  });
-  onTick(lowTimeTick);
-}
-
-// -- dialog -----------------------------------------------------------------------------------
-
-let closeDialog = null;
-
-/** Close the open choice, if any, as cancelled. */
-function cancelChoice() {
-  if (closeDialog) closeDialog(null);
-}
-
-/** Tab and Shift+Tab go round the buttons of the open choice, never to the page behind (H7). */
-function keepFocusIn(box, event) {
-  const items = [...box.querySelectorAll("button:not([disabled])")];
-  if (!items.length) return;
-  const at = items.indexOf(document.activeElement);
-  const next = at < 0 ? 0 : (at + (event.shiftKey ? items.length - 1 : 1)) % items.length;
-  event.preventDefault();
-  items[next].focus();
-}
-
-/** Ask the user to pick one option; resolves with its value, or null when cancelled. */
-function choose({ title, options }) {
-  if (closeDialog) closeDialog(null);
-  const backdrop = $("dialog");
-  $("dialog-title").textContent = title;
-  return new Promise((resolve) => {
-    const previousFocus = document.activeElement;
-    closeDialog = (value) => {
-      closeDialog = null;
-      backdrop.hidden = true;
-      document.removeEventListener("keydown", onKey);
-      if (previousFocus && previousFocus.focus) previousFocus.focus();
-      resolve(value);
-    };
-    const onKey = (event) => {
-      if (event.key === "Escape" && closeDialog) closeDialog(null);
-      else if (event.key === "Tab") keepFocusIn(backdrop, event); // H7: a modal keeps the keyboard
-    };
-    document.addEventListener("keydown", onKey);
-    $("dialog-options").replaceChildren(
-      ...options.map((option) =>
-        el(
-          "button",
-          {
-            type: "button",
-            class: ["btn", option.danger ? "danger" : "primary"],
-            testid: option.testid || `choice-${option.value}`,
-            onclick: () => closeDialog && closeDialog(option.value),
-          },
-          [option.label],
-        ),
-      ),
-    );
-    backdrop.hidden = false;
-    const first = $("dialog-options").querySelector("button");
-    if (first) first.focus();
-  });
-}
-

@@ -263,8 +263,11 @@ function shownUnit(analysis) {
   return unit === "centipawns" ? "pawns" : unit;
 }
 
-/** A unit's name in the page's language ("pawns", "pions"); the server's word if unknown. */
-function unitName(unit) {
+/** A unit's name in the page's language ("pawns", "pions"); the server's word if unknown.
+ *  With `n`, the form that goes with that number ("0,5 pion", "-2 pions", "1.5 pawns"). */
+function unitName(unit, n) {
+  const counted = `gamepage.units.${unit}`;
+  if (typeof n === "number" && Number.isFinite(n) && has(counted)) return t(counted, { n: Math.abs(n) });
   const key = `gamepage.unit.${unit}`;
   return has(key) ? t(key) : String(unit);
 }
@@ -301,7 +304,7 @@ function evalText(analysis, position) {
     maximumFractionDigits: pawns ? 2 : 1,
     signDisplay: "exceptZero",
   });
-  return { text, title: t("gamepage.eval.score", { score: text, unit: unitWords(analysis) }) };
+  return { text, title: t("gamepage.eval.score", { score: text, unit: unitName(shownUnit(analysis), value) }) };
 }
 
 /** The analysis's positions by ply. */
@@ -418,7 +421,7 @@ function renderExports(record) {
 function markOf(judgedMove, ply) {
   if (!judgedMove || !judgedMove.mark) return null;
   const loss = formatNumber(judgedMove.loss, { maximumFractionDigits: 2 });
-  const title = t("gamepage.markTitle", { class: classWord(judgedMove.class), loss, unit: unitName(page.analysis.thresholds.unit) });
+  const title = t("gamepage.markTitle", { class: classWord(judgedMove.class), loss, unit: unitName(page.analysis.thresholds.unit, judgedMove.loss) });
   return el("span", { class: `move-mark mark-${judgedMove.class}`, title, testid: `replay-mark-${ply}` }, [judgedMove.mark]);
 }
 
@@ -467,7 +470,22 @@ function renderMoves(record) {
   if (!rows.length) rows.push(el("li", { class: "empty muted" }, [t("gamepage.noMoves")]));
   list.replaceChildren(...rows);
   const current = list.querySelector("[aria-current]");
-  if (current) current.scrollIntoView({ block: "nearest" });
+  if (current) showInBox(list, current);
+}
+
+/** Scrolls the move list's own box (never the window) so that `item` shows in it. The page
+ *  opens at its top; on a phone, where the list is not a scrolling box, nothing moves. */
+function showInBox(list, item) {
+  let box = list;
+  while (box && box !== document.body) {
+    const overflow = getComputedStyle(box).overflowY;
+    if ((overflow === "auto" || overflow === "scroll") && box.scrollHeight > box.clientHeight) break;
+    box = box.parentElement;
+  }
+  if (!box || box === document.body) return;
+  const top = item.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+  if (top < box.scrollTop) box.scrollTop = top;
+  else if (top + item.offsetHeight > box.scrollTop + box.clientHeight) box.scrollTop = top + item.offsetHeight - box.clientHeight;
 }
 
 function renderClocks(record) {
@@ -486,7 +504,9 @@ function renderLine(record) {
   const move = page.ply > 0 ? record.moves[page.ply - 1] : null;
   box.hidden = !(move && Array.isArray(move.pv) && move.pv.length);
   if (box.hidden) return;
-  box.textContent = t("gamepage.expected", { side: sides(record)[move.seat], line: move.pv.join(" ") });
+  // The server's pv_display: the line in the game's notation (SAN in chess), like the moves.
+  const shown = Array.isArray(move.pv_display) && move.pv_display.length ? move.pv_display : move.pv;
+  box.textContent = t("gamepage.expected", { side: sides(record)[move.seat], line: shown.join(" ") });
 }
 
 /** Under the board: the evaluation of the position shown, its best move, and the better move
@@ -643,7 +663,10 @@ function showAnalysis(answer) {
     status.textContent = t("gamepage.analysis.failed", { n });
   } else {
     const engines = (analysis.engines || []).map(engineName).join(", ") || t("gamepage.analysis.bots");
-    status.textContent = t("gamepage.analysis.done", { engines, unit: unitWords(analysis), side: sides(page.record)[0] });
+    // A solved game (matches...) has only forced wins: no unit to speak of.
+    const scored = (analysis.positions || []).filter((p) => typeof p.score === "number");
+    const solved = scored.length > 0 && scored.every((p) => typeof p.mate === "number");
+    status.textContent = t(solved ? "gamepage.analysis.doneMate" : "gamepage.analysis.done", { engines, unit: unitWords(analysis), side: sides(page.record)[0] });
   }
   renderAccuracy();
   renderMoves(page.record);

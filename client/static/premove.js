@@ -6,7 +6,7 @@
 // draughts "32-28"); the board renderers offer these as they offer legal moves. When the
 // turn comes, matchPremove looks for the premove in the new snapshot's legal_moves (the same
 // text, else a legal move between the same two squares); no match means the premove is
-// dropped. These are pure functions: game.js keeps the one premove and sends it.
+// dropped. These are pure functions: feel.js keeps the one premove and sends it.
 
 const FILES = "abcdefgh";
 

@@ -629,16 +629,18 @@ def claim_after_ms(room: Room, override: int | None = None) -> int:
 
 def ai_accepts(room: Room, kind: OfferKind, ai_seat: int) -> bool:
     """How an AI seat answers an offer: a rematch always; a takeback at low levels; a
-    draw when its last score says it is not ahead by more than the game's margin
+    draw once the game is past its opening (``GamePolicy.ai_draw_min_plies``) and the
+    AI's last score says it is not ahead by more than the game's margin
     (``GamePolicy.draw_margin``; no score yet: it plays on)."""
     if kind == "rematch":
         return True
     if kind == "takeback":
         level = room.seats[ai_seat].level
         return level is not None and level <= AI_TAKEBACK_MAX_LEVEL
-    if room.ai_eval is None:
+    policy = find_game(room.game).policy
+    if room.ai_eval is None or len(room.moves) < policy.ai_draw_min_plies:
         return False
-    return room.ai_eval <= find_game(room.game).policy.draw_margin
+    return room.ai_eval <= policy.draw_margin
 
 
 def _clear_game_offers(room: Room) -> None:

@@ -92,7 +92,7 @@ async def get_game(request: web.Request) -> web.Response:
     record = await _record_or_404(request)
     if isinstance(record, web.Response):
         return record
-    return web.json_response(record)
+    return web.json_response(with_line_display(record))
 
 
 async def export_game(request: web.Request) -> web.Response:
@@ -216,8 +216,9 @@ async def get_analysis(request: web.Request) -> web.Response:
 def with_best_display(answer: dict[str, Any], record: dict[str, Any] | None) -> dict[str, Any]:
     """``answer`` (an analysis) with ``best_display`` on each position whose ``best`` is a
     move: the game's notation for people (SAN in chess; the wire text in games without
-    one), found by replaying ``record``'s moves. A position the record does not reach, or a
-    move that does not parse there, gets none."""
+    one), found by replaying ``record``'s moves; and ``pv_display`` beside its ``pv``, that
+    line in the same notation (:func:`display_line`). A position the record does not reach,
+    or a move that does not parse there, gets none."""
     positions = answer.get("positions")
     if record is None or not isinstance(positions, list):
         return answer
@@ -228,12 +229,16 @@ def with_best_display(answer: dict[str, Any], record: dict[str, Any] | None) -> 
     if not wanted:
         return answer
     displays: dict[int, str] = {}
+    lines: dict[int, list[str]] = {}
     try:
         state = game.parse_position(record["start"])
         for ply in range(min(max(wanted), len(record["moves"])) + 1):
             if ply:
                 state = game.play(state, record["moves"][ply - 1]["move"])
             if ply in wanted:
+                pv = wanted[ply].get("pv")
+                if isinstance(pv, list) and pv:
+                    lines[ply] = display_line(game, state, pv)
                 try:
                     best = game.parse_move(state, str(wanted[ply]["best"]))
                 except GameError:
@@ -244,10 +249,58 @@ def with_best_display(answer: dict[str, Any], record: dict[str, Any] | None) -> 
     return {
         **answer,
         "positions": [
-            {**p, "best_display": displays[p["ply"]]} if p.get("ply") in displays else p
+            {
+                **p,
+                **({"best_display": displays[p["ply"]]} if p.get("ply") in displays else {}),
+                **({"pv_display": lines[p["ply"]]} if lines.get(p.get("ply")) else {}),
+            }
             for p in positions
         ],
     }
+
+
+def display_line(game: Any, state: Any, line: list[Any]) -> list[str]:
+    """``line`` (moves in wire notation, played one after the other from ``state``) in the
+    game's notation for people (SAN in chess): at most one text per move of ``line``,
+    ending before the first move that does not parse or play."""
+    shown: list[str] = []
+    for text in line:
+        try:
+            move = game.parse_move(state, str(text))
+            shown.append(game.display_move(state, move))
+            state = game.play(state, str(text))
+        except GameError:
+            break
+    return shown
+
+
+def with_line_display(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with ``pv_display`` beside each move's ``pv`` (the line an AI expected,
+    its move first): that line in the game's notation for people (:func:`display_line`),
+    from the position the move was played in. Moves after one that does not replay get
+    none."""
+    moves = record.get("moves")
+    if not isinstance(moves, list) or not any(isinstance(m, dict) and m.get("pv") for m in moves):
+        return record
+    try:
+        game = find_game(record["game"])
+        state = game.parse_position(record["start"])
+    except (GameError, KeyError):
+        return record
+    shown: list[Any] = []
+    for index, move in enumerate(moves):
+        pv = move.get("pv")
+        shown.append(
+            {**move, "pv_display": display_line(game, state, pv)}
+            if isinstance(pv, list) and pv
+            else move
+        )
+        try:
+            state = game.play(state, move["move"])
+        except GameError:
+            shown.extend(moves[index + 1 :])
+            break
+    return {**record, "moves": shown}
 
 
 # -- the list of games -------------------------------------------------------------------------

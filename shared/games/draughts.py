@@ -386,6 +386,7 @@ class Draughts(Game[DraughtsState, DraughtsMove]):
     players = ("White", "Black")
     policy = GamePolicy(
         chess_speeds=True,
+        ai_draw_min_plies=50,
         analysis_scale=AnalysisScale("men", 1.0, 0.3, 0.7, 1.5, 6, 0.9),
         analysis_time_ms=300,
         notation=Notation("pdn", "application/x-draughts-pdn"),

@@ -77,7 +77,7 @@ class Kono(Game[KonoState, Move]):
     title = "Kono (Pong Hau K'i)"
     players = ("Black", "White")
     small = True
-    policy = GamePolicy(level_depths=SMALL_LEVEL_DEPTHS)
+    policy = GamePolicy(ai_draw_min_plies=20, level_depths=SMALL_LEVEL_DEPTHS)
 
     def initial(self, options: Options | None = None) -> KonoState:
         self.normalize_options(options)

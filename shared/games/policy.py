@@ -71,6 +71,9 @@ class GamePolicy:
     no drawn ending, such as misère Nim: the offer is refused with ``offer/not_allowed``);
     ``draw_margin``: how far ahead an AI may think it is (its own last score, in the
     game's evaluation unit: pawns, men, discs, seeds...) and still accept a draw offer;
+    ``ai_draw_min_plies``: how many plies must have been played before an AI accepts a
+    draw at all (a level opening is no reason to split the point: without it a person
+    could draw any bot, and take rating points from a strong one, on move two);
     ``analysis_scale``: see :class:`AnalysisScale`; ``analysis_time_ms``: search time per
     analysed position; ``notation``: the export format besides JSON, if any;
     ``engine_protocol``: the protocol of outside engines that can play the game, if any;
@@ -82,6 +85,7 @@ class GamePolicy:
 
     draw_offers: bool = True
     draw_margin: float = 0.5
+    ai_draw_min_plies: int = 40
     analysis_scale: AnalysisScale = DEFAULT_SCALE
     analysis_time_ms: int = 200
     notation: Notation | None = None

@@ -46,7 +46,7 @@ class TicTacToe(Game[TicTacToeState, int]):
     players = ("X", "O")
     small = True
     #: An AI accepts a draw only when its score says it is not ahead at all.
-    policy = GamePolicy(draw_margin=0.0, level_depths=SMALL_LEVEL_DEPTHS)
+    policy = GamePolicy(draw_margin=0.0, ai_draw_min_plies=2, level_depths=SMALL_LEVEL_DEPTHS)
 
     def initial(self, options: Options | None = None) -> TicTacToeState:
         self.normalize_options(options)

@@ -7,7 +7,6 @@ Redis; every click here goes through the WebSocket and comes back as a state sna
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,56 +14,22 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from kibitz.shared.search.strength import bot_ratings, level_strength
+from tests.client.steps import (
+    BOARD,
+    PLAYABLE_CELL,
+    NewPage,
+    chess_rows,
+    create_game,
+    draughts_rows,
+    marks,
+    open_lobby,
+    resign,
+    version,
+    wait_my_turn_or_over,
+    wait_version_above,
+)
 
 pytestmark = pytest.mark.browser
-
-NewPage = Callable[[], Page]
-
-BOARD = "[data-testid=board]"
-PLAYABLE_CELL = "[data-testid^=cell-]:not([disabled])"
-
-
-def open_lobby(page: Page, base: str) -> None:
-    page.goto(base + "/")
-    page.wait_for_selector("[data-testid=game-tictactoe]")
-
-
-def create_game(
-    page: Page, base: str, game: str, opponent: str, seat: str = "0", name: str | None = None
-) -> None:
-    open_lobby(page, base)
-    page.click(f"[data-testid=game-{game}]")
-    page.select_option("[data-testid=opponent]", opponent)
-    page.select_option("[data-testid=seat-choice]", seat)
-    if name:
-        page.fill("[data-testid=name]", name)
-    page.click("[data-testid=create]")
-    page.wait_for_selector(f"{BOARD}[data-game={game}][data-version]")
-
-
-def version(page: Page) -> int:
-    return int(page.get_attribute(BOARD, "data-version") or "-1")
-
-
-def wait_version_above(page: Page, seen: int) -> None:
-    page.wait_for_function(
-        "v => Number(document.querySelector('[data-testid=board]').dataset.version) > v", arg=seen
-    )
-
-
-def wait_my_turn_or_over(page: Page) -> bool:
-    """True when it is this page's turn, False when the game is over."""
-    page.wait_for_function(
-        """() => !document.querySelector('[data-testid=result]').hidden
-                 || document.querySelector('[data-testid=board]').dataset.turn === 'you'"""
-    )
-    return page.is_hidden("[data-testid=result]")
-
-
-def marks(page: Page) -> list[str]:
-    cells = page.query_selector_all("[data-testid^=cell-]")
-    return [cell.get_attribute("data-mark") or "" for cell in cells]
-
 
 # -- (1) a whole game against the strongest AI -------------------------------------------------
 
@@ -305,13 +270,6 @@ def test_every_board_plays_a_move_and_renders(
         resign(page)
 
 
-def resign(page: Page) -> None:
-    """End an AI game: the server allows only a few unfinished AI games per address."""
-    page.click("[data-testid=resign]")
-    page.click("[data-testid=choice-yes]")
-    expect(page.locator("[data-testid=result]")).to_contain_text("You lose")
-
-
 # -- renderers alone: choices and orientation, from hand-made views -------------------------
 
 RENDER_SCRIPT = """
@@ -346,25 +304,6 @@ async ({game, view, legal, clicks, flipped}) => {
   return {played, asked, order};
 }
 """
-
-
-def chess_rows(fen: str) -> list[list[str]]:
-    rows = []
-    for rank in fen.split()[0].split("/"):
-        row: list[str] = []
-        for char in rank:
-            row.extend([""] * int(char) if char.isdigit() else [char])
-        rows.append(row)
-    return rows
-
-
-def draughts_rows(pieces: dict[int, str]) -> list[list[str]]:
-    rows = [[""] * 10 for _ in range(10)]
-    for square, piece in pieces.items():
-        r = (square - 1) // 5
-        c = (square - 1) % 5 * 2 + (1 if r % 2 == 0 else 0)
-        rows[r][c] = piece
-    return rows
 
 
 def render_and_click(

@@ -22,11 +22,7 @@ game ends within about 25 of our moves); that page is driven by ``page.keyboard`
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -37,13 +33,21 @@ from kibitz.client.connection import new_player_key
 from kibitz.shared.games.registry import find_game
 from kibitz.shared.protocol.jobs import Budget
 from kibitz.shared.search.choose import choose_move
-from tests.client.test_browser import BOARD, NewPage, open_lobby
+from tests.client.steps import (
+    BOARD,
+    NewPage,
+    fill_create_form,
+    game_for_two,
+    open_lobby,
+    run_client,
+    screenshot,
+    start_game,
+    state_of,
+)
 from tests.server.http.test_games_api import FOOLS_MATE, play_chess
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "test-results" / "screenshots"
 BLOCKING = ("serious", "critical")
 WCAG_AA = {
     "runOnly": {
@@ -57,15 +61,8 @@ GAME_SECONDS = 240
 OUR_BUDGET = Budget(depth=6, time_ms=300, nodes=None)
 
 
-def _run(coroutine: Coroutine[Any, Any, str]) -> str:
-    """Run client code beside the page (Playwright's sync API holds this thread's loop)."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result(timeout=60)
-
-
 def _shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"a11y-{name}.png"))
+    screenshot(page, f"a11y-{name}")
 
 
 def set_scheme(page: Page, scheme: Literal["light", "dark"]) -> None:
@@ -200,11 +197,8 @@ def test_lobby_rules_and_game_screen_axe_and_keyboard(live_server: Any, new_page
         modal_by_keyboard(page, opener, dialog)
 
     # A chess game in progress against the computer.
-    page.click("[data-testid=game-chess]")
-    page.select_option("[data-testid=opponent]", "ai:1")
-    page.select_option("[data-testid=seat-choice]", "0")
-    page.click("[data-testid=create]")
-    page.wait_for_selector(f"{BOARD}[data-game=chess][data-turn=you]")
+    fill_create_form(page, "chess", "ai:1", seat="0")
+    start_game(page, "chess", until="data-turn=you")
     # Moves typed in SAN are matched to the legal UCI moves; a wrong one is refused.
     field = page.locator("[data-testid=text-move]")
     feedback = page.locator("[data-testid=text-move-feedback]")
@@ -259,7 +253,7 @@ def test_lobby_rules_and_game_screen_axe_and_keyboard(live_server: Any, new_page
 
 def test_game_page_and_analysis_axe_and_keyboard(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
-    room = _run(play_chess(base, (new_player_key(), new_player_key()), FOOLS_MATE))
+    room = run_client(play_chess(base, (new_player_key(), new_player_key()), FOOLS_MATE))
     page = new_page()
     page.goto(f"{base}/?game={room}")
     expect(page.locator("[data-testid=replay-board]")).to_have_attribute("data-ply", "4")
@@ -297,11 +291,6 @@ def our_move(position: str) -> str:
     game = find_game("oware")
     state = game.parse_position(position)
     return choose_move(game, state, 7, budget=OUR_BUDGET).move_text
-
-
-def state_of(page: Page) -> dict[str, Any]:
-    state: dict[str, Any] = page.evaluate("window.kibitz.state")
-    return state
 
 
 def test_whole_oware_game_with_keyboard_and_text_moves(live_server: Any, new_page: NewPage) -> None:
@@ -481,15 +470,7 @@ def test_san_matching_and_board_reading(live_server: Any, new_page: NewPage) -> 
 def test_fools_mate_typed_and_announced(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
     alice, bob = new_page(), new_page()
-    open_lobby(alice, base)
-    alice.click("[data-testid=game-chess]")
-    alice.select_option("[data-testid=opponent]", "human")
-    alice.select_option("[data-testid=seat-choice]", "0")
-    alice.click("[data-testid=create]")
-    alice.wait_for_selector(f"{BOARD}[data-game=chess][data-version]")
-    room = alice.evaluate("window.kibitz.state.room")
-    bob.goto(f"{base}/?room={room}")
-    bob.click("[data-testid=join-seat]")
+    game_for_two(alice, bob, base, "chess")
     expect(alice.locator("[data-testid=announce]")).to_contain_text(
         "The game has started. Your move."
     )

@@ -6,31 +6,20 @@ under the board, and each player's accuracy; and which engine played an AI seat.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import re
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from kibitz.client.connection import KibitzClient, new_player_key
-from tests.client.test_browser import NewPage
+from tests.client.steps import NewPage, run_client, screenshot
 from tests.server.http.test_games_api import FOOLS_MATE, play_chess
 
 pytestmark = pytest.mark.browser
 
 SAN = r"([KQRBN]?[a-h]?[1-8]?x?[a-h][1-8](=[QRBN])?|O-O(-O)?)[+#]?"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
-
-
-def _run(coroutine: Coroutine[Any, Any, str]) -> str:
-    """Run client code beside the page (Playwright's sync API holds this thread's loop)."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result(timeout=60)
 
 
 async def _ai_game_resigned(base: str) -> str:
@@ -44,7 +33,7 @@ async def _ai_game_resigned(base: str) -> str:
 
 def test_analyse_a_finished_game_on_its_page(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
-    room = _run(play_chess(base, (new_player_key(), new_player_key()), FOOLS_MATE))
+    room = run_client(play_chess(base, (new_player_key(), new_player_key()), FOOLS_MATE))
     page = new_page()
     page.goto(f"{base}/?game={room}")
     panel = page.locator("[data-testid=replay-analysis]")
@@ -94,8 +83,7 @@ def test_analyse_a_finished_game_on_its_page(live_server: Any, new_page: NewPage
     # A click on the graph's left edge goes to the start.
     page.locator("[data-testid=replay-graph-svg]").click(position={"x": 1, "y": 10})
     expect(page.locator("[data-testid=replay-board]")).to_have_attribute("data-ply", "0")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "analysis-chess.png"), full_page=True)
+    screenshot(page, "analysis-chess", full_page=True)
     # Opened again, the stored analysis is shown at once.
     page.reload()
     expect(panel).to_have_attribute("data-status", "done")
@@ -112,12 +100,13 @@ def test_analyse_a_finished_game_on_its_page(live_server: Any, new_page: NewPage
             r"Blancs\u00a0: précision [\d,]+\u00a0% \(\d+ imprécisions?, \d+ erreurs?, 1 gaffe\)"
         )
     )
-    expect(page.locator("[data-testid=replay-best-3]")).to_have_text(re.compile(rf"^mieux {SAN}$"))
+    best = page.locator("[data-testid=replay-best-3]")
+    expect(best).to_have_text(re.compile(rf"^meilleur\u00a0: {SAN}$"))
     expect(page.locator("[data-testid=replay-ply]")).to_have_text("Après 2\u2026 Qh4# (4 sur 4)")
     expect(page.locator("[data-testid=replay-now-eval]")).to_have_text("Évaluation 0-1")
     page.click("[data-testid=replay-first]")
     expect(page.locator("[data-testid=replay-ply]")).to_have_text("Début (2 coups)")
-    page.screenshot(path=str(SCREENSHOTS / "analysis-chess-fr.png"), full_page=True)
+    screenshot(page, "analysis-chess-fr", full_page=True)
 
 
 async def _oware_game(base: str, seed: int, plies: int) -> str:
@@ -147,7 +136,7 @@ async def _oware_game(base: str, seed: int, plies: int) -> str:
 
 def test_evaluations_and_best_moves_of_an_oware_game(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
-    room = _run(_oware_game(base, 7, 10))
+    room = run_client(_oware_game(base, 7, 10))
     page = new_page()
     page.goto(f"{base}/?game={room}")
     panel = page.locator("[data-testid=replay-analysis]")
@@ -184,16 +173,54 @@ def test_evaluations_and_best_moves_of_an_oware_game(live_server: Any, new_page:
         "Evaluation " + page.locator(f"[data-testid=replay-eval-{missed[0]}]").inner_text()
     )
     expect(page.locator("[data-testid=replay-now-missed]")).to_be_visible()
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "analysis-oware.png"), full_page=True)
+    screenshot(page, "analysis-oware", full_page=True)
 
 
 def test_the_engine_of_an_ai_seat_on_the_game_page(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
-    room = _run(_ai_game_resigned(base))
+    room = run_client(_ai_game_resigned(base))
     page = new_page()
     page.goto(f"{base}/?game={room}")
     expect(page.locator("[data-testid=replay-engine-0]")).to_have_text(
         "played by kibitz's searcher"
     )
     assert page.locator("[data-testid=replay-engine-1]").count() == 0
+
+
+async def _ai_chess_resigned(base: str) -> str:
+    """The computer (White, level 1) makes its first move, then Black resigns: the record's
+    first move carries the line the AI expected."""
+    async with await KibitzClient.open(base) as client:
+        room = (await client.create("chess", "ai:1", seat=1))["room"]
+        await client.wait_state(room, lambda s: len(s["moves"]) == 1, timeout=30)
+        await client.resign(room)
+        await client.wait_state(room, lambda s: s["status"] == "over")
+        return str(room)
+
+
+def test_lines_and_units_in_the_games_words(live_server: Any, new_page: NewPage) -> None:
+    """The AI's expected line in SAN like the moves (not "c6d4"), and a French evaluation's
+    unit agreeing with its number ("+0,30 pion", singular below 2)."""
+    base = live_server.http_url
+    room = run_client(_ai_chess_resigned(base))
+    page = new_page()
+    page.goto(f"{base}/?game={room}")
+    page.click("[data-testid=replay-move-1]")
+    line = page.locator("[data-testid=replay-line]")
+    expect(line).to_have_text(re.compile(rf"^White expected: {SAN}( {SAN})*$"))
+    expect(line).not_to_have_text(re.compile(r"[a-h][1-8][a-h][1-8]"))
+    page.click("[data-testid=replay-analyse]")
+    panel = page.locator("[data-testid=replay-analysis]")
+    expect(panel).to_have_attribute("data-status", "done", timeout=60_000)
+    page.evaluate("localStorage.setItem('kibitz:lang', 'fr')")
+    page.reload()
+    expect(panel).to_have_attribute("data-status", "done")
+    page.click("[data-testid=replay-move-1]")
+    expect(page.locator("[data-testid=replay-line]")).to_have_text(
+        re.compile(rf"^Suite prévue \(Blancs\)\u00a0: {SAN}( {SAN})*$")
+    )
+    value = page.locator("[data-testid=replay-now-eval]")
+    expect(value).to_have_text(re.compile(r"^Évaluation "))
+    score = float(value.inner_text().split()[-1].replace(",", ".").replace("\u2212", "-"))
+    unit = "pion" if abs(score) < 2 else "pions"
+    expect(value).to_have_attribute("title", re.compile(rf"^Évaluation \S+ {unit}, du point"))

@@ -10,33 +10,32 @@ two pages show the captured pieces and "+N" beside the seat that is ahead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.client.test_browser import (
+from tests.client.steps import (
     BOARD,
+    NewPage,
     chess_rows,
     draughts_rows,
+    game_for_two,
+    in_french,
     open_lobby,
+    screenshot,
     version,
+    wait_for_lobby,
     wait_version_above,
 )
 
 pytestmark = pytest.mark.browser
 
-NewPage = Callable[[], Page]
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 CHESS_GLYPHS = [chr(c) for c in range(0x2654, 0x2660)]
 
 
 def shot(page: Page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"boards-{name}.png"))
+    screenshot(page, f"boards-{name}")
 
 
 # A renderer alone on the page, from a hand-made view, left in place for measuring.
@@ -172,8 +171,7 @@ def test_pieces_are_our_own_svg_and_squares_say_them_in_words(
     )
 
     # The same squares in French.
-    fr = new_page()
-    fr.add_init_script("localStorage.setItem('kibitz:lang', 'fr')")
+    fr = in_french(new_page())
     open_lobby(fr, live_server.http_url)
     fr.evaluate(
         RENDER_SCRIPT,
@@ -204,7 +202,7 @@ def test_themes_change_the_squares_and_keep_highlights_readable(
         {"game": "chess", "view": view, "legal": legal, "selected": "e5", "lastMove": "g1f3"},
     )
     out = page.evaluate(CONTRAST_SCRIPT, THEMES)
-    page.locator("#h3-probe").screenshot(path=str(SCREENSHOTS / "boards-chess-theme-blue.png"))
+    screenshot(page.locator("#h3-probe"), "boards-chess-theme-blue")
     for theme in THEMES:
         assert out[theme]["applied"] == theme and out[theme]["root"] == theme
         for pair, ratio in out[theme]["pairs"].items():
@@ -238,7 +236,7 @@ def test_themes_change_the_squares_and_keep_highlights_readable(
         "localStorage.getItem('kibitz:prefs') || '{}'), boardTheme: 'wood'}))"
     )
     page.reload()
-    page.wait_for_selector("[data-testid=game-tictactoe]")
+    wait_for_lobby(page)
     assert page.evaluate("document.documentElement.dataset.boardTheme") == "wood"
 
 
@@ -253,17 +251,7 @@ def material(page: Page, seat: int) -> dict[str, str | None]:
 
 def two_players(page: Page, guest: Page, base: str, game: str, position: str = "") -> None:
     """`page` creates a game against a human (first seat), `guest` joins by the invite link."""
-    open_lobby(page, base)
-    page.click(f"[data-testid=game-{game}]")
-    page.select_option("[data-testid=opponent]", "human")
-    page.select_option("[data-testid=seat-choice]", "0")
-    if position:
-        page.click("summary")
-        page.fill("[data-testid=start-position]", position)
-    page.click("[data-testid=create]")
-    page.wait_for_selector(f"{BOARD}[data-game={game}][data-version]")
-    guest.goto(page.input_value("[data-testid=invite-link]"))
-    guest.click("[data-testid=join-seat]")
+    game_for_two(page, guest, base, game, position=position)
     expect(page.locator("[data-testid=status]")).to_contain_text("Your move")
 
 

@@ -15,27 +15,27 @@ import asyncio
 import queue
 import re
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from kibitz.client.connection import KibitzClient
-from tests.client.test_browser import (
+from tests.client.steps import (
     BOARD,
     NewPage,
     chess_rows,
     create_game,
     draughts_rows,
+    game_for_two,
+    join_seat,
     open_lobby,
     resign,
+    screenshot,
     version,
 )
 
 pytestmark = pytest.mark.browser
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 
 # Counts, in the page, every element that gets the class "moving" (a piece sliding).
 WATCH_MOVING = """() => {
@@ -52,16 +52,7 @@ WATCH_MOVING = """() => {
 def chess_for_two(new_page: NewPage, base: str) -> tuple[Page, Page]:
     """Alice (White) creates a chess room for two people; Bob (Black) joins it."""
     alice, bob = new_page(), new_page()
-    open_lobby(alice, base)
-    alice.click("[data-testid=game-chess]")
-    alice.select_option("[data-testid=opponent]", "human")
-    alice.select_option("[data-testid=seat-choice]", "0")
-    alice.click("[data-testid=create]")
-    alice.wait_for_selector(f"{BOARD}[data-game=chess][data-version]")
-    room = alice.evaluate("window.kibitz.state.room")
-    bob.goto(f"{base}/?room={room}")
-    bob.click("[data-testid=join-seat]")
-    expect(bob.locator("[data-testid=join-banner]")).to_be_hidden()
+    game_for_two(alice, bob, base, "chess")
     expect(alice.locator(BOARD)).to_have_attribute("data-status", "playing")
     return alice, bob
 
@@ -103,8 +94,7 @@ def test_premoves_sounds_and_animation_in_a_game_of_two(
     expect(alice.locator("[data-testid=sq-d2]")).to_have_class(has_class("premove"))
     expect(alice.locator("[data-testid=sq-d4]")).to_have_class(has_class("premove"))
     expect(alice.locator("[data-testid=move-3]")).to_have_count(0)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    alice.screenshot(path=str(SCREENSHOTS / "feel-premove.png"))
+    screenshot(alice, "feel-premove")
 
     # Bob answers: Alice's page plays the premove at once, with the new version.
     move(bob, "e7", "e5")
@@ -164,13 +154,7 @@ def has_class(name: str) -> re.Pattern[str]:
 
 def test_correspondence_moves_wait_for_confirm(live_server: Any, new_page: NewPage) -> None:
     page = new_page()
-    open_lobby(page, live_server.http_url)
-    page.click("[data-testid=game-chess]")
-    page.select_option("[data-testid=opponent]", "ai:1")
-    page.select_option("[data-testid=seat-choice]", "0")
-    page.select_option("[data-testid=time-control]", "d1")
-    page.click("[data-testid=create]")
-    page.wait_for_selector(f"{BOARD}[data-game=chess][data-version]")
+    create_game(page, live_server.http_url, "chess", "ai:1", seat="0", time_control="d1")
     expect(page.locator("[data-testid=status]")).to_contain_text("Your move")
     seen = version(page)
 
@@ -178,7 +162,7 @@ def test_correspondence_moves_wait_for_confirm(live_server: Any, new_page: NewPa
     move(page, "e2", "e4")
     expect(page.locator("[data-testid=confirm-move]")).to_be_visible()
     expect(page.locator("[data-testid=sq-e4]")).to_have_class(has_class("confirm-pending"))
-    page.screenshot(path=str(SCREENSHOTS / "feel-confirm.png"))
+    screenshot(page, "feel-confirm")
     page.wait_for_timeout(500)
     assert version(page) == seen
     expect(page.locator("[data-testid=move-1]")).to_have_count(0)
@@ -350,8 +334,7 @@ def test_low_time_sounds_once_and_the_end_sounds(live_server: Any, new_page: New
         black = pool.submit(asyncio.run, black_on_a_short_clock(base, rooms))
         room = rooms.get(timeout=30)
         page = new_page()
-        page.goto(f"{base}/?room={room}")
-        page.click("[data-testid=join-seat]")
+        join_seat(page, f"{base}/?room={room}")
         expect(page.locator("[data-testid=status]")).to_contain_text("Your move")
         move(page, "e2", "e4")  # the first moves are free; then White's 12 s run
         expect(page.locator("[data-testid=move-2]")).to_have_text("e5")

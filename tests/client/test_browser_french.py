@@ -40,15 +40,23 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.client.test_browser import BOARD, NewPage, open_lobby
+from tests.client.steps import (
+    BOARD,
+    NewPage,
+    fill_create_form,
+    in_french,
+    open_invite,
+    open_lobby,
+    room_of,
+    screenshot,
+    start_game,
+)
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "client" / "static" / "locales"
-SHOTS = ROOT / "test-results" / "screenshots"
 
-FRENCH = "try { localStorage.setItem('kibitz:lang', 'fr'); } catch (e) {}"
 NAMES = ("Alice", "Bob")
 NOBODY = "nobody_here"  # a profile that does not exist
 LANGUAGE_NAMES = ("English", "Français")
@@ -196,7 +204,8 @@ class Judge:
 def judge_all(
     judge: Judge, stops: Iterable[tuple[str, dict[str, Any]]]
 ) -> tuple[list[str], list[str]]:
-    english, unknown = [], []
+    english: list[str] = []
+    unknown: list[str] = []
     for stop, found in stops:
         assert found["lang"] == "fr", f"{stop}: the page is not in French"
         for item in found["seen"]:
@@ -214,7 +223,7 @@ def test_the_judge_tells_french_from_english() -> None:
     for text in ("Nxe5+", "1.", "e4", "O-O-O", "2:58", "3+2", "♞", "k2ubu9q7cq", "Alice"):
         assert judge.french_or_neutral(text), text
     assert judge.french_or_neutral("Proposer la nulle")
-    assert judge.french_or_neutral("Blancs (Alice) propose la nulle.")
+    assert judge.french_or_neutral("Votre adversaire, Blancs (Alice), propose la nulle.")
     assert judge.french_or_neutral("Blancs 3:01 · Noirs 2:59")
     assert judge.french_or_neutral("Proposer la nulle. Vous avez proposé la nulle.")
     assert not judge.french_or_neutral("Blancs 3:01 · Black 2:59")
@@ -230,9 +239,7 @@ def test_the_judge_tells_french_from_english() -> None:
 
 
 def french_page(new_page: NewPage) -> Page:
-    page = new_page()
-    page.context.add_init_script(FRENCH)
-    return page
+    return in_french(new_page())
 
 
 def collect(page: Page) -> dict[str, Any]:
@@ -254,22 +261,15 @@ def say(page: Page, text: str) -> None:
 
 def test_a_game_in_french_shows_only_french(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
-    SHOTS.mkdir(parents=True, exist_ok=True)
     alice, bob = french_page(new_page), french_page(new_page)
     open_lobby(alice, base)
-    alice.click("[data-testid=game-chess]")
-    alice.select_option("[data-testid=opponent]", "human")
-    alice.select_option("[data-testid=seat-choice]", "0")
-    alice.select_option("[data-testid=time-control]", "3+2")
-    alice.fill("[data-testid=name]", NAMES[0])
+    fill_create_form(alice, "chess", "human", seat="0", time_control="3+2", name=NAMES[0])
     stops = [("lobby (alice, before creating)", collect(alice))]
-    alice.click("[data-testid=create]")
-    alice.wait_for_selector(f"{BOARD}[data-game=chess][data-version]")
-    room = str(alice.evaluate("window.kibitz.state.room"))
+    start_game(alice, "chess")
+    room = room_of(alice)
     stops.append(("game, waiting for an opponent (alice)", collect(alice)))
 
-    bob.goto(f"{base}/?room={room}")
-    bob.fill("[data-testid=join-name]", NAMES[1])
+    open_invite(bob, f"{base}/?room={room}", NAMES[1])
     stops.append(("joining (bob)", collect(bob)))
     bob.click("[data-testid=join-seat]")
     expect(alice.locator("[data-testid=seat-1]")).to_contain_text(NAMES[1])
@@ -291,7 +291,7 @@ def test_a_game_in_french_shows_only_french(live_server: Any, new_page: NewPage)
     expect(alice.locator("[data-testid=chat-line]").last).to_contain_text(CHAT_LINES[1])
     stops += [("playing, after the chat (alice)", collect(alice))]
     stops += [("playing, after the chat (bob)", collect(bob))]
-    alice.screenshot(path=str(SHOTS / "french-game.png"))
+    screenshot(alice, "french-game")
 
     bob.click("[data-testid=resign]")
     expect(bob.locator("[data-testid=choice-yes]")).to_be_visible()
@@ -301,14 +301,14 @@ def test_a_game_in_french_shows_only_french(live_server: Any, new_page: NewPage)
         expect(page.locator("[data-testid=result]")).to_be_visible()
     expect(alice.locator("[data-testid=result]")).to_have_attribute("data-outcome", "win")
     stops += [("game over (alice)", collect(alice)), ("game over (bob)", collect(bob))]
-    bob.screenshot(path=str(SHOTS / "french-over.png"))
+    screenshot(bob, "french-over")
 
     open_lobby(alice, base)
     stops.append(("lobby after the game (alice)", collect(alice)))
     alice.goto(f"{base}/?game={room}")
     expect(alice.locator("[data-testid=replay-result]")).to_be_visible()
     stops.append(("the game page (alice)", collect(alice)))
-    alice.screenshot(path=str(SHOTS / "french-gamepage.png"))
+    screenshot(alice, "french-gamepage")
     # The account and players' pages: the sign-up form, a leaderboard, a missing profile.
     alice.click("[data-testid=signup-open]")
     expect(alice.locator("[data-testid=signup-form]")).to_be_visible()
@@ -405,19 +405,19 @@ def test_results_are_said_in_french(live_server: Any, new_page: NewPage) -> None
     nb = "\u00a0"
     assert said == [
         f"Vous perdez{nb}: vous avez abandonné.",
-        f"Blancs (ann) gagne{nb}: abandon (Noirs).",
+        f"Victoire{nb}: Blancs (ann), abandon (Noirs).",
         "Vous perdez au temps.",
-        f"Partie nulle{nb}: votre temps est écoulé, gain impossible (Noirs).",
+        f"Partie nulle{nb}: votre temps est écoulé, mais gain impossible (Noirs).",
         f"Partie annulée{nb}: vous n’avez pas joué votre premier coup à temps.",
         "Partie annulée.",
         f"Partie délaissée{nb}: personne n’a joué depuis trop longtemps.",
         f"Vous gagnez{nb}: partie quittée (Blancs).",
-        f"Blancs gagne{nb}: échec et mat.",
+        f"Victoire{nb}: Blancs, échec et mat.",
         f"Partie nulle{nb}: règle des cinquante coups.",
-        "Nulle par accord mutuel.",
+        "Partie nulle par accord mutuel.",
         f"Partie nulle{nb}: règle des 25 coups de dames.",
         f"Vous perdez{nb}: vous avez pris la dernière allumette.",
         f"Partie nulle{nb}: 2000 coups joués.",
-        f"Sud gagne{nb}: triple répétition (Sud 24, Nord 22 graines).",
+        f"Victoire{nb}: Sud, triple répétition (Sud 24, Nord 22 graines).",
         f"Vous gagnez{nb}: pions bloqués, plus aucun coup possible.",
     ]

@@ -6,23 +6,23 @@ analysis makes no failed request and logs no error; an id with no game says so."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import urllib.request
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from kibitz.client.connection import KibitzClient, new_player_key, newer_than
-from tests.client.test_browser import (
+from tests.client.steps import (
     PLAYABLE_CELL,
     NewPage,
     create_game,
+    open_lobby_until,
+    room_of,
+    run_client,
+    screenshot,
     version,
     wait_my_turn_or_over,
     wait_version_above,
@@ -31,7 +31,6 @@ from tests.client.test_browser import (
 pytestmark = pytest.mark.browser
 
 REPLAY_BOARD = "[data-testid=replay-board]"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 
 
 def ply(page: Page) -> int:
@@ -63,7 +62,7 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
     base = live_server.http_url
     page = new_page()
     create_game(page, base, "tictactoe", "ai:1", seat="0", name="Ada")
-    room = page.evaluate("window.kibitz.state.room")
+    room = room_of(page)
     play_to_the_end(page)
     moves = len(page.evaluate("window.kibitz.state.moves"))
 
@@ -120,13 +119,7 @@ def test_a_finished_game_on_its_page_and_in_my_games(live_server: Any, new_page:
 
     # The lobby lists the game under "My games" (once archived), linking to its page.
     item = page.locator(f"[data-testid=history-{room}]")
-    for _ in range(20):
-        page.goto(base + "/")
-        try:
-            expect(item).to_be_visible(timeout=1500)
-            break
-        except AssertionError:
-            continue
+    open_lobby_until(page, base, item)
     expect(item).to_be_visible()
     expect(item).to_contain_text("Computer, level 1")
     # Tic-tac-toe counts every mark as a move.
@@ -164,8 +157,7 @@ def chess_game(base: str) -> str:
             await watcher.close()
 
     # Playwright's sync API runs its own event loop in this thread: the clients get another.
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, play()).result(timeout=60)
+    return run_client(play())
 
 
 def test_a_chess_game_page_offers_pgn(live_server: Any, new_page: NewPage) -> None:
@@ -214,8 +206,7 @@ def test_an_unknown_game_page_says_so(live_server: Any, new_page: NewPage) -> No
     # The arrow keys do nothing, and the page says it plainly rather than in a toast.
     page.keyboard.press("ArrowLeft")
     expect(page.locator("[data-testid=error]")).to_be_hidden()
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "gamepage-missing.png"))
+    screenshot(page, "gamepage-missing")
     # Its link goes back to the lobby; a real game opened next shows everything again.
     page.click("[data-testid=replay-missing-lobby]")
     expect(page.locator("[data-testid=lobby]")).to_be_visible()
@@ -276,7 +267,7 @@ def test_an_unanalysed_game_page_makes_no_failed_request(
 def test_a_live_game_page(live_server: Any, new_page: NewPage) -> None:
     """A game still being played: in progress, a link to watch it, no analysis asked for."""
     base = live_server.http_url
-    room = _run(_opened_chess(base))
+    room = run_client(_opened_chess(base))
     page = new_page()
     asked: list[str] = []
     page.on(
@@ -314,7 +305,7 @@ def test_my_games_counts_moves_and_shows_whole_names(live_server: Any, browser: 
     base = live_server.http_url
     key = new_player_key()
     long_name = "Bartholomew Maximilian Fitzgerald-Smythe"  # 40 characters
-    room = _run(_fools_mate(base, key, long_name))
+    room = run_client(_fools_mate(base, key, long_name))
     for locale, words in (("en-US", "2 moves"), ("fr-FR", "2 coups")):
         context = browser.new_context(viewport={"width": 1280, "height": 800}, locale=locale)
         try:
@@ -323,13 +314,7 @@ def test_my_games_counts_moves_and_shows_whole_names(live_server: Any, browser: 
             )
             page = context.new_page()
             item = page.locator(f"[data-testid=history-{room}]")
-            for _ in range(20):  # the list is read when the lobby opens: once archived
-                page.goto(base + "/")
-                try:
-                    expect(item).to_be_visible(timeout=1500)
-                    break
-                except AssertionError:
-                    continue
+            open_lobby_until(page, base, item)  # the list is read when the lobby opens
             expect(item).to_be_visible()
             expect(page.locator(f"[data-testid=history-moves-{room}]")).to_have_text(words)
             opponent = page.locator(f"[data-testid=history-opponent-{room}]")
@@ -345,8 +330,7 @@ def test_my_games_counts_moves_and_shows_whole_names(live_server: Any, browser: 
                 }"""
             )
             assert not cut, "the opponent's name is cut"
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"mygames-{locale}.png"))
+            screenshot(page, f"mygames-{locale}")
         finally:
             context.close()
 
@@ -368,7 +352,21 @@ async def _fools_mate(base: str, key: str, opponent: str) -> str:
         await b.close()
 
 
-def _run(coroutine: Coroutine[Any, Any, str]) -> str:
-    """Run client code beside the page (Playwright's sync API holds this thread's loop)."""
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, coroutine).result(timeout=60)
+def test_a_game_page_on_a_phone_opens_at_its_top(live_server: Any, new_page: NewPage) -> None:
+    """The current move is shown inside the move list's own box: the window never scrolls
+    (a 390x844 phone used to open the finished game's page far down, at the move list)."""
+    base = live_server.http_url
+    room = chess_game(base)
+    page = new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base}/?game={room}")
+    expect_ply(page, 4)
+    assert page.evaluate("window.scrollY") == 0
+    page.keyboard.press("ArrowLeft")
+    expect_ply(page, 3)
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    expect_ply(page, 1)
+    page.keyboard.press("End")
+    expect_ply(page, 4)
+    assert page.evaluate("window.scrollY") == 0

@@ -17,13 +17,21 @@ size, reused from game to game, keep the file well under two minutes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.client.conftest import TIMEOUT_MS
+from tests.client.steps import (
+    BOARD,
+    fill_create_form,
+    game_for_two,
+    open_lobby,
+    resign,
+    screenshot,
+    start_game,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -31,8 +39,6 @@ GAMES = ["chess", "draughts", "othello", "oware", "kono", "matches", "tictactoe"
 LAPTOP = (1280, 720)
 PHONE = (390, 844)
 SIZES = [LAPTOP, PHONE]
-BOARD = "[data-testid=board]"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 
 Box = dict[str, float]
 
@@ -85,21 +91,16 @@ def assert_on_screen(page: Page, selector: str, what: str) -> Box:
 
 
 def create_timed_ai_game(page: Page, base: str, game: str, phone: bool) -> None:
-    page.goto(base + "/")
-    page.wait_for_selector("[data-testid=game-tictactoe]")
+    open_lobby(page, base)
     if phone:
         # The lobby's form is compact: "Create game" is on screen before any scrolling.
         assert page.evaluate("window.scrollY") == 0
         assert_on_screen(page, "[data-testid=create]", "the Create game button")
-    page.click(f"[data-testid=game-{game}]")
-    page.select_option("[data-testid=opponent]", "ai:1")
-    page.select_option("[data-testid=seat-choice]", "0")
-    page.select_option("[data-testid=time-control]", "3+2")
+    fill_create_form(page, game, "ai:1", seat="0", time_control="3+2")
     if phone:
         # As a person on a phone would: the lobby scrolled down (to its lists) first.
         page.evaluate("window.scrollTo(0, 455)")
-    page.click("[data-testid=create]")
-    page.wait_for_selector(f"{BOARD}[data-game={game}][data-version]")
+    start_game(page, game)
     expect(page.locator("[data-testid=clock-0]")).to_be_visible()
     expect(page.locator("[data-testid=clock-1]")).to_be_visible()
     expect(page.locator("[data-testid=resign]")).to_be_visible()
@@ -114,12 +115,6 @@ def visible_actions(page: Page) -> list[str]:
             ".map((b) => b.dataset.testid)",
         )
     )
-
-
-def resign(page: Page) -> None:
-    page.click("[data-testid=resign]")
-    page.click("[data-testid=choice-yes]")
-    expect(page.locator("[data-testid=result]")).to_contain_text("You lose")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
@@ -156,8 +151,7 @@ def test_the_game_screen_fits_the_viewport(
     if game in ("chess", "draughts", "othello"):
         square = box(page, f"{BOARD} .{game}-board")  # a square board stays square
         assert abs(square["width"] - square["height"]) <= 2, square
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{game}-{size[0]}x{size[1]}.png"))
+    screenshot(page, f"{game}-{size[0]}x{size[1]}")
 
     # The result banner appears where it moves nothing.
     resign(page)
@@ -173,21 +167,7 @@ def test_an_incoming_draw_offer_leaves_the_board_where_it_was(
     alice, bob = Visitor(browser, LAPTOP), Visitor(browser, LAPTOP)
     try:
         a, b = alice.page, bob.page
-        a.goto(base + "/")
-        a.wait_for_selector("[data-testid=game-tictactoe]")
-        a.click("[data-testid=game-chess]")
-        a.select_option("[data-testid=opponent]", "human")
-        a.select_option("[data-testid=seat-choice]", "0")
-        a.select_option("[data-testid=time-control]", "3+2")
-        a.fill("[data-testid=name]", "Alice")
-        a.click("[data-testid=create]")
-        a.wait_for_selector(f"{BOARD}[data-game=chess][data-version]")
-        room = a.evaluate("window.kibitz.state.room")
-
-        b.goto(f"{base}/?room={room}")
-        b.fill("[data-testid=join-name]", "Bob")
-        b.click("[data-testid=join-seat]")
-        expect(b.locator("[data-testid=join-banner]")).to_be_hidden()
+        game_for_two(a, b, base, "chess", time_control="3+2", names=("Alice", "Bob"))
         expect(a.locator("[data-testid=seat-1]")).to_contain_text("Bob")
 
         a.click("[data-testid=sq-e2]")
@@ -205,7 +185,7 @@ def test_an_incoming_draw_offer_leaves_the_board_where_it_was(
         assert box(b, BOARD) == before_b  # the offer did not push Bob's board
         assert box(a, BOARD) == before_a  # nor Alice's, which says it waits
         assert_on_screen(b, "[data-testid=draw-accept]", "the Accept button")
-        b.screenshot(path=str(SCREENSHOTS / "chess-offer-1280x720.png"))
+        screenshot(b, "chess-offer-1280x720")
 
         b.click("[data-testid=draw-accept]")
         expect(b.locator("[data-testid=result]")).to_have_attribute("data-outcome", "draw")
@@ -234,3 +214,162 @@ def test_my_games_shows_whole_names_at_1280(
             .map((s) => s.textContent)""",
     )
     assert cut == []
+
+
+# -- after the UX review: phones (small, upright, sideways) and the text move box -------------
+
+
+class Phone(Visitor):
+    """A touch phone of any size, in English or French."""
+
+    def __init__(self, browser: Browser, size: tuple[int, int], french: bool = False) -> None:
+        from tests.client.steps import in_french
+
+        width, height = size
+        self.size = size
+        self.context = browser.new_context(
+            viewport={"width": width, "height": height},
+            is_mobile=True,
+            has_touch=True,
+            device_scale_factor=2,
+        )
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.errors = []
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        if french:
+            in_french(self.page)
+
+
+def end_ai_game(page: Page) -> None:
+    """Resign, in any language (the result banner shows)."""
+    page.click("[data-testid=resign]")
+    page.click("[data-testid=choice-yes]")
+    expect(page.locator("[data-testid=result]")).to_be_visible()
+
+
+def assert_board_clocks_and_actions_on_screen(page: Page) -> list[str]:
+    assert_on_screen(page, BOARD, "the board")
+    for seat in (0, 1):
+        assert_on_screen(page, f"[data-testid=clock-{seat}]", f"clock {seat}")
+    actions = visible_actions(page)
+    assert "resign" in actions, actions
+    for testid in actions:
+        assert_on_screen(page, f"[data-testid={testid}]", f"the {testid} button")
+    return actions
+
+
+def test_on_a_phone_an_offer_and_the_result_show_under_the_board(
+    live_server: Any, browser: Browser
+) -> None:
+    """At 390x844 the notices come right under the board and one's clock, before the
+    actions: an incoming draw offer's Accept and the result banner are on screen without
+    scrolling, and neither moves the board."""
+    base = live_server.http_url
+    alice, bob = Visitor(browser, PHONE), Visitor(browser, PHONE)
+    try:
+        a, b = alice.page, bob.page
+        game_for_two(a, b, base, "chess", time_control="3+2", names=("Alice", "Bob"))
+        a.click("[data-testid=sq-e2]")
+        a.click("[data-testid=sq-e4]")
+        expect(b.locator("[data-testid=move-1]")).to_have_text("e4")
+        b.click("[data-testid=sq-e7]")
+        b.click("[data-testid=sq-e5]")
+        expect(a.locator("[data-testid=move-2]")).to_have_text("e5")
+        b.wait_for_timeout(150)
+        before = box(b, BOARD)
+        a.click("[data-testid=offer-draw]")
+        expect(b.locator("[data-testid=draw-accept]")).to_be_visible()
+        assert b.evaluate("window.scrollY") == 0
+        accept = assert_on_screen(b, "[data-testid=draw-accept]", "the Accept button")
+        assert accept["y"] < box(b, "[data-testid=resign]")["y"]  # before the actions
+        assert box(b, BOARD) == before
+        screenshot(b, "chess-offer-390x844")
+        b.click("[data-testid=draw-accept]")
+        expect(b.locator("[data-testid=result]")).to_have_attribute("data-outcome", "draw")
+        assert_on_screen(b, "[data-testid=result]", "the result banner")
+        assert box(b, BOARD) == before
+        assert not alice.errors and not bob.errors, alice.errors + bob.errors
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_a_small_phone_in_french_fits_the_game_screen(live_server: Any, browser: Browser) -> None:
+    """At 360x640 in French the top bar is one line and the board, both clocks and the
+    actions are on screen without scrolling."""
+    phone = Phone(browser, (360, 640), french=True)
+    try:
+        page = phone.page
+        for game in ("chess", "matches"):
+            create_timed_ai_game(page, live_server.http_url, game, phone=False)
+            expect(page.locator("[data-testid=resign]")).to_have_text("Abandonner")
+            assert page.evaluate("window.scrollY") == 0
+            topbar = box(page, ".topbar")
+            assert topbar["height"] <= 50, topbar  # one line
+            for testid in ("home", "lang-select", "settings", "leaderboard-link", "login-open"):
+                assert_on_screen(page, f"[data-testid={testid}]", testid)
+            expect(page.locator("[data-testid=leaderboard-link]")).to_have_accessible_name(
+                "Classements"
+            )
+            assert_board_clocks_and_actions_on_screen(page)
+            # The computer's whole name ("Ordinateur, niveau 1, environ ...") and the whole
+            # game title: they wrap rather than end in an ellipsis.
+            cut = page.eval_on_selector_all(
+                "#seat-1 .seat-name, #game-title",
+                """nodes => nodes
+                    .filter((n) => n.scrollWidth > n.clientWidth + 1
+                                   || n.scrollHeight > n.clientHeight + 1)
+                    .map((n) => n.textContent)""",
+            )
+            assert cut == [], cut
+            screenshot(page, f"{game}-360x640-fr")
+            end_ai_game(page)
+        assert not phone.errors, phone.errors
+    finally:
+        phone.close()
+
+
+def test_a_phone_held_sideways_shows_board_clocks_actions_and_settings(
+    live_server: Any, browser: Browser
+) -> None:
+    """At 844x390 (landscape) the board sits beside a compact column: board, both clocks
+    and the actions on screen; the settings dialog's Close button is reachable."""
+    phone = Phone(browser, (844, 390))
+    try:
+        page = phone.page
+        create_timed_ai_game(page, live_server.http_url, "chess", phone=False)
+        assert page.evaluate("window.scrollY") == 0
+        board = box(page, BOARD)
+        assert board["height"] >= 300, board
+        assert_board_clocks_and_actions_on_screen(page)
+        for seat in (0, 1):
+            assert box(page, f"[data-testid=clock-{seat}]")["x"] >= board["x"] + board["width"]
+        screenshot(page, "chess-844x390")
+        page.click("[data-testid=settings]")
+        assert_on_screen(page, "[data-testid=settings-close]", "the settings' Close button")
+        page.click("[data-testid=settings-close]")
+        expect(page.locator("[data-testid=settings-dialog]")).to_be_hidden()
+        end_ai_game(page)
+        assert not phone.errors, phone.errors
+    finally:
+        phone.close()
+
+
+def test_the_text_move_box_is_on_screen_at_1280(
+    live_server: Any, visitors: dict[tuple[int, int], Visitor]
+) -> None:
+    """At 1280x720 the text move box and its feedback are on screen (beside the board, above
+    the actions); oware's board is wider than the old 760 px cap, with no gap under it."""
+    page = visitors[LAPTOP].page
+    for game in ("chess", "oware"):
+        create_timed_ai_game(page, live_server.http_url, game, phone=False)
+        page.fill("[data-testid=text-move]", "zz9")
+        page.press("[data-testid=text-move]", "Enter")
+        expect(page.locator("[data-testid=text-move-feedback]")).not_to_be_empty()
+        assert_on_screen(page, "[data-testid=text-move]", "the text move field")
+        assert_on_screen(page, "[data-testid=text-move-feedback]", "the text move feedback")
+        assert_board_clocks_and_actions_on_screen(page)
+        if game == "oware":
+            assert box(page, BOARD)["width"] > 760
+        resign(page)

@@ -8,29 +8,28 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.client.steps import (
+    NewPage,
+    create_game,
+    fill_create_form,
+    open_lobby,
+    room_of,
+    screenshot,
+    wait_for_lobby,
+)
+
 pytestmark = pytest.mark.browser
 
-NewPage = Callable[[], Page]
-
 GAMES = ["tictactoe", "matches", "kono", "oware", "othello", "draughts", "chess"]
-SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
-
-
-def open_lobby(page: Page, base: str) -> None:
-    page.goto(base + "/")
-    page.wait_for_selector("[data-testid=game-tictactoe]")
 
 
 def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"lobby-{name}.png"))
+    screenshot(page, f"lobby-{name}")
 
 
 def to_ten(rating: float) -> int:
@@ -80,7 +79,7 @@ def test_arrow_keys_move_the_game_selection(live_server: Any, new_page: NewPage)
         seat = page.locator("[data-testid=seat-choice] option[value='0']")
         expect(seat).to_contain_text(first_side)
     page.reload()
-    page.wait_for_selector("[data-testid=game-tictactoe]")
+    wait_for_lobby(page)
     expect(page.locator(f"[data-testid=game-{order[-1]}]")).to_have_attribute(
         "aria-checked", "true"
     )
@@ -106,11 +105,7 @@ def test_seek_words_for_its_poster_and_for_others(live_server: Any, new_page: Ne
     base = live_server.http_url
     alice, bob = new_page(), new_page()
     open_lobby(alice, base)
-    alice.click("[data-testid=game-chess]")
-    alice.select_option("[data-testid=opponent]", "human")
-    alice.select_option("[data-testid=seat-choice]", "0")
-    alice.select_option("[data-testid=time-control]", "10+5")
-    alice.fill("[data-testid=name]", "Alice")
+    fill_create_form(alice, "chess", "human", seat="0", time_control="10+5", name="Alice")
     alice.click("[data-testid=post-seek]")
     mine = alice.locator("[data-testid^=seek-]", has=alice.locator("[data-testid^=cancel-]"))
     expect(mine).to_have_count(1)
@@ -161,13 +156,8 @@ def test_post_in_the_lobby_is_off_against_the_computer(live_server: Any, new_pag
 def test_the_toast_shows_words_not_a_code(live_server: Any, new_page: NewPage) -> None:
     base = live_server.http_url
     page = new_page()
-    open_lobby(page, base)
-    page.click("[data-testid=game-tictactoe]")
-    page.select_option("[data-testid=opponent]", "ai:1")
-    page.select_option("[data-testid=seat-choice]", "0")
-    page.click("[data-testid=create]")
-    page.wait_for_selector("[data-testid=board][data-game=tictactoe][data-version]")
-    room = page.evaluate("window.kibitz.state.room")
+    create_game(page, base, "tictactoe", "ai:1", seat="0")
+    room = room_of(page)
 
     stranger = new_page()
     open_lobby(stranger, base)
@@ -214,7 +204,7 @@ def test_the_language_switch_reloads_the_lobby_in_french(
     expect(switch).to_have_value("en")
     with page.expect_navigation():
         switch.select_option("fr")
-    page.wait_for_selector("[data-testid=game-tictactoe]")
+    wait_for_lobby(page)
     expect(page.locator("html")).to_have_attribute("lang", "fr")
     expect(page.locator("#lang-select")).to_have_value("fr")
     assert page.evaluate("localStorage.getItem('kibitz:lang')") == "fr"
@@ -222,7 +212,7 @@ def test_the_language_switch_reloads_the_lobby_in_french(
     expect(page.locator("[data-testid=game-tictactoe] .game-name")).to_have_text("Morpion")
     expect(page.locator("[data-testid=game-chess] .game-name")).to_have_text("Échecs")
     expect(page.locator("[data-testid=game-oware] .game-players")).to_have_text("Sud contre Nord")
-    expect(page.locator("[data-testid=rules-chess]")).to_have_text("Règles du jeu")
+    expect(page.locator("[data-testid=rules-chess]")).to_have_text("Comment jouer")
     page.click("[data-testid=game-chess]")
     expect(page.locator("[data-testid=opponent] option[value='ai:5']")).to_have_text(
         re.compile(r"^Ordinateur, niveau 5, environ \d+$")
@@ -231,7 +221,7 @@ def test_the_language_switch_reloads_the_lobby_in_french(
         "Une personne (lien d'invitation)".replace("'", "\u2019")
     )
     expect(page.locator("[data-testid=seat-choice] option[value='0']")).to_have_text(
-        "Blancs (joue en premier)"
+        "Blancs (premier coup)"
     )
     expect(page.locator("[data-testid=connection]")).to_have_text("en ligne")
     expect(page.locator("#rooms, #seeks").first).to_contain_text("Aucun")
@@ -242,12 +232,40 @@ def test_the_language_switch_reloads_the_lobby_in_french(
     page.fill("[data-testid=join-room]", "nosuchroom42")
     page.click("[data-testid=join]")
     toast = page.locator("[data-testid=error]")
-    expect(toast).to_contain_text("Aucune partie ne porte ce numéro de salle")
+    expect(toast).to_contain_text("Aucune partie ne porte cet identifiant de salle")
     expect(toast).to_have_attribute("data-code", "room/unknown")
     assert "room/unknown" not in toast.inner_text()
     shot(page, "french")
     # And back to English with the same switch.
     with page.expect_navigation():
         page.locator("#lang-select").select_option("en")
-    page.wait_for_selector("[data-testid=game-tictactoe]")
+    wait_for_lobby(page)
     expect(page.locator("[data-testid=game-tictactoe] .game-name")).to_have_text("Tic-tac-toe")
+
+
+def test_the_lobby_in_the_dark_scheme_at_1366(live_server: Any, new_page: NewPage) -> None:
+    """Dark scheme at 1366x768: the tic-tac-toe icon draws dark lines on its cream square
+    (not the scheme's light ink, which left a blank square), and the opponent select shows
+    a whole "Computer, level 3, about ..." with no ellipsis."""
+    page = new_page()
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.emulate_media(color_scheme="dark")
+    open_lobby(page, live_server.http_url)
+    ink = page.evaluate("getComputedStyle(document.body).color")
+    lines = page.eval_on_selector(
+        "[data-testid=game-tictactoe] .game-icon", "icon => getComputedStyle(icon).backgroundImage"
+    )
+    assert "gradient" in lines and ink not in lines, (ink, lines)
+    page.click("[data-testid=game-chess]")
+    page.select_option("[data-testid=opponent]", "ai:3")
+    text_width, room = page.eval_on_selector(
+        "#opponent",
+        """select => {
+            const pen = document.createElement('canvas').getContext('2d');
+            pen.font = getComputedStyle(select).font;
+            return [pen.measureText(select.selectedOptions[0].text).width,
+                    select.clientWidth - 36];
+        }""",
+    )
+    assert text_width <= room, (text_width, room)
+    shot(page, "dark-1366")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +16,11 @@ from playwright.sync_api import Page, expect
 
 from kibitz.shared.games import available_games
 from kibitz.shared.search.strength import catalog_levels
-from tests.client.test_browser import NewPage, create_game, open_lobby
+from tests.client.steps import NewPage, create_game, in_french, open_lobby, screenshot
 
 pytestmark = pytest.mark.browser
 
 GAMES = [game.name for game in available_games()]
-SHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 PANEL = "[data-testid=rules]"
 
 # One sentence per game the rules must say (from the brief of issue 22), in English.
@@ -38,8 +36,7 @@ MUST_SAY = {
 
 
 def _shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"rules-{name}.png"))
+    screenshot(page, f"rules-{name}")
 
 
 def expected_ratings(game: str) -> list[str]:
@@ -91,9 +88,7 @@ def test_rules_open_from_every_lobby_card(live_server: Any, new_page: NewPage) -
         for words in MUST_SAY[game]:
             assert words in text, (game, words)
         _shot(page, game)
-        page.locator(f"{PANEL} .rules-figures").screenshot(
-            path=str(SHOTS / f"rules-{game}-diagrams.png")
-        )
+        screenshot(page.locator(f"{PANEL} .rules-figures"), f"rules-{game}-diagrams")
         # Escape closes it and the focus goes back to the button that opened it.
         page.keyboard.press("Escape")
         expect(page.locator(PANEL)).to_be_hidden()
@@ -123,7 +118,7 @@ def test_rules_speak_french(live_server: Any, browser: Any) -> None:
     try:
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.add_init_script("localStorage.setItem('kibitz:lang', 'fr')")
+        in_french(page)
         open_lobby(page, live_server.http_url)
         page.locator("[data-testid=rules-oware]").click()
         panel = page.locator(PANEL)

@@ -78,6 +78,7 @@ ALLOWED_SAME = frozenset(
         "Minimal",
         "min",
         "points",
+        "point",
         "double",
         "standard",
         "Stockfish",

@@ -5,8 +5,8 @@ The browser client (client/static, plain ES modules) is layered:
 - ``app.js`` is the entry: the only module that may import a screen;
 - the screens (``lobby.js``, ``game.js``, ``gamepage.js``) import no other screen: one
   screen leads to another through ``router.js``;
-- a panel (a part of one screen: ``seeks.js``, ``mygames.js``, ``actions.js``, ``chat.js``)
-  is imported only by its screen and the entry;
+- a panel (a part of one screen: ``seeks.js``, ``mygames.js``, ``actions.js``, ``chat.js``,
+  ``choice.js``, ``feel.js``) is imported only by its screen and the entry;
 - only ``store.js`` assigns to the shared state (no ``app.x = ...`` / ``store.x = ...``).
 
 Python: no cycle among the modules of kibitz (shared/, server/, workers/, client/,
@@ -31,6 +31,8 @@ PANELS: Mapping[str, str] = {  # panel -> the screen it is a part of
     "mygames.js": "lobby.js",
     "actions.js": "game.js",
     "chat.js": "game.js",
+    "choice.js": "game.js",
+    "feel.js": "game.js",
 }
 STORE = "store.js"
 

@@ -114,11 +114,16 @@ def test_the_ai_answers_at_once() -> None:
             assert after.moves == room.moves and event == rooms.Event("takeback_decline", 1)
             refused("offer/not_allowed", rooms.answer_offer, after, 0, "takeback", "offer", 5)
         assert after.offers == {}
-    # Draws: from the AI's last score, within the game's margin.
+    # Draws: past the opening, from the AI's last score, within the game's margin.
     room = ai_game(8, game="chess")
     room, _, _ = rooms.play_move(room, 0, "e2e4", None, 2)
     _, event, _ = rooms.answer_offer(room, 0, "draw", "offer", 3)
     assert event.kind == "draw_decline"  # no score yet: it plays on
+    room.ai_eval = 0.0
+    _, event, _ = rooms.answer_offer(room, 0, "draw", "offer", 3)
+    assert event.kind == "draw_decline"  # level, but on move one: it plays on
+    opening = find_game("chess").policy.ai_draw_min_plies
+    room.moves = room.moves * opening  # only the count matters to the AI's answer
     for score, kind in ((3.0, "draw_decline"), (0.4, "draw"), (-2.0, "draw")):
         room.ai_eval = score
         after, event, _ = rooms.answer_offer(room, 0, "draw", "offer", 3)

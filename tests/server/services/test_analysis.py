@@ -226,3 +226,26 @@ async def test_an_archive_at_the_first_revision_gains_the_analyses_table(tmp_pat
         assert (await opened.get("old"))["id"] == "old"
     finally:
         await opened.close()
+
+
+async def test_lines_shown_in_the_games_notation() -> None:
+    """An AI's expected line (``moves[].pv``) and an analysis line (``positions[].pv``) gain
+    ``pv_display``: SAN from the position they start in, one text per move, ending at the
+    first move that does not play."""
+    from kibitz.server.http.games import with_best_display, with_line_display
+
+    start = chess.STARTING_FEN
+    moves = [
+        {"move": "e2e4", "display": "e4", "seat": 0},
+        {"move": "b8c6", "display": "Nc6", "seat": 1, "pv": ["b8c6", "g1f3", "c6d4"]},
+        {"move": "g1f3", "display": "Nf3", "seat": 0, "pv": ["g1f3", "zz", "a7a6"]},
+    ]
+    record = {"id": "g", "game": "chess", "start": start, "moves": moves}
+    shown = with_line_display(record)["moves"]
+    assert "pv_display" not in shown[0]
+    assert shown[1]["pv_display"] == ["Nc6", "Nf3", "Nd4"]
+    assert shown[2]["pv_display"] == ["Nf3"]  # bounded: stops at the move that is not one
+    assert shown[1]["pv"] == ["b8c6", "g1f3", "c6d4"]  # the wire line is kept
+    answer = {"positions": [{"ply": 1, "best": "b8c6", "pv": ["b8c6", "g1f3", "c6d4"]}]}
+    position = with_best_display(answer, record)["positions"][0]
+    assert position["best_display"] == "Nc6" and position["pv_display"] == ["Nc6", "Nf3", "Nd4"]
