@@ -8,6 +8,8 @@ nothing of the server, so every layer that reads a key may import it.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -70,3 +72,12 @@ ACCOUNTS_KEY: web.AppKey[AccountService] = web.AppKey("accounts")
 RATINGS_KEY: web.AppKey[RatingStore] = web.AppKey("ratings")
 #: Log-in and sign-up throttles counted in Redis (shared/bus/throttle.py).
 THROTTLE_KEY: web.AppKey[Throttle] = web.AppKey("throttle")
+
+#: Requests the edge (server/gateway/edge.py) serves itself instead of handing them to
+#: aiohttp: whether a request head is one of them, and what takes its connection over
+#: (the Bot API's event streams, server/botapi/events.py; set by server/node.py). Held
+#: here so that the gateway needs no import of the package that serves them.
+EdgeHandover = tuple[
+    Callable[[bytes], bool], Callable[[web.Application, asyncio.Transport, bytes], None]
+]
+EDGE_HANDOVER_KEY: web.AppKey[EdgeHandover] = web.AppKey("edge_handover")

@@ -19,6 +19,7 @@ import uuid
 
 from aiohttp import web
 
+from kibitz.server import botapi
 from kibitz.server.accounts.service import AccountService
 from kibitz.server.appkeys import (
     ACCOUNTS_KEY,
@@ -27,6 +28,7 @@ from kibitz.server.appkeys import (
     CHAT_KEY,
     CHAT_LOG_KEY,
     CONFIG_KEY,
+    EDGE_HANDOVER_KEY,
     HUB_KEY,
     LIMITER_KEY,
     LIMITS_KEY,
@@ -184,6 +186,7 @@ def add_routes(app: web.Application) -> None:
     moderation.register(app)  # /api/players/{name}/block, /api/blocks, /api/reports, /api/mod/...
     rooms.register(app)  # /api/rooms..., /api/seeks
     players.register(app)  # /api/leaderboard/..., /api/players/{name}[/history|/rating.svg]
+    botapi.register(app)  # lichess's Bot and Board API: /api/account, /api/stream/event...
     static.register_files(app)  # /static/..., and the same files at the root
 
 
@@ -234,9 +237,12 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     pool = Pool(PoolBoard(redis), service, node, bans, widen_ms)
     app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node, bans, pool)
     app[HUB_KEY] = hub = Hub(redis.link.address, service, node, config.slow_client_s)
+    supervisor = app[SUPERVISOR_KEY]
     hub.channels[SEEKS_CHANNEL] = seeks.on_event
     hub.channels[POOL_CHANNEL] = pool.on_event
-    supervisor = app[SUPERVISOR_KEY]
+    # The event streams of lichess's API: their channel, their keep-alive loop.
+    botapi.events.start(app, hub, lambda name, body: supervisor.start(name, body))
+    app[EDGE_HANDOVER_KEY] = (botapi.events.is_event_stream, botapi.events.take_over)
     await hub.start(lambda name, body: supervisor.start(name, body, RESTARTS.get(name)))
     m = app[METRICS_KEY]
     archiver = Archiver(
@@ -270,6 +276,7 @@ async def heartbeat(store: RoomStore, every_s: float = HEARTBEAT_S) -> None:
 async def drain(app: web.Application) -> None:
     """Once the listening socket is closed and before aiohttp waits for the handlers:
     requests under way finish, then every client is told to reconnect."""
+    await botapi.events.drain(app)  # the API's streams end at once: their clients reconnect
     if HUB_KEY in app:
         await app[HUB_KEY].drain()
 

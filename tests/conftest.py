@@ -3,19 +3,24 @@ on loopback with real worker processes, a real PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
+import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import redis
 
 from kibitz.benchmarks.local_postgres import LocalPostgres, find_pg_bin
 from kibitz.server.cli.serve import spawn_server
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.store import NODE_TTL_S
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -133,3 +138,29 @@ def live_server(redis_server: EmbeddedRedis) -> Iterator[ServerProcess]:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+def node_name(server: ServerProcess) -> str:
+    """The name a server node goes by in Redis and in its ``welcome`` (its /healthz says it)."""
+    with urllib.request.urlopen(server.http_url + "/healthz", timeout=10) as reply:
+        name: str = json.load(reply)["node"]
+    return name
+
+
+def expire_heartbeat(redis_url: str, node: str) -> None:
+    """Bring a killed node's heartbeat to where NODE_TTL_S of silence would leave it, at
+    once: its key gone, and its last beat old enough that the next beat of any other node
+    announces it dead. Tests of what happens after a node dies use it instead of waiting
+    about 16 s; it first checks that the key would have expired by itself (a TTL within
+    NODE_TTL_S) and that the node had beaten."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        ttl_ms = int(client.pttl(keys.node_key(node)))
+        assert 0 < ttl_ms <= NODE_TTL_S * 1000, f"node {node}'s heartbeat has TTL {ttl_ms} ms"
+        seconds, micros = client.time()
+        long_ago_ms = seconds * 1000 + micros // 1000 - (NODE_TTL_S + 2) * 1000
+        client.delete(keys.node_key(node))
+        moved = client.zadd(keys.NODE_BEATS, {node: long_ago_ms}, xx=True, ch=True)
+        assert moved == 1, f"node {node} has no beat in {keys.NODE_BEATS}"
+    finally:
+        client.close()

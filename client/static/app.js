@@ -8,7 +8,8 @@
 // never import each other, tests/client/test_js_imports.py checks it):
 //   store.js       this file: wires the page and dispatches the server's messages
 //   lobby.js     the lobby screen, with its panels seeks.js (open challenges, the lobby
-//                subscription) and mygames.js ("My games": this browser's player's games)
+//                subscription), mygames.js ("My games": this browser's player's games)
+//                and bots.js (the bots online and challenging one over the bot API)
 //   game.js      the game screen, with its panels actions.js (draw, takeback, abort,
 //                claim, rematch; the spectator's bar), chat.js, choice.js (the choice
 //                dialog) and feel.js (animation, sounds, premoves, move confirmation)
@@ -33,6 +34,7 @@
 
 import { loadAccount, wireAccount } from "./account.js";
 import "./accountpage.js";
+import { wireBots } from "./bots.js";
 import { onChat, wireChat } from "./chat.js";
 import { hideError, showError } from "./errors.js";
 import { LANGUAGES, language, setLanguage, t, translateDom } from "./i18n.js";
@@ -173,6 +175,7 @@ function wire() {
   wireGame();
   wireChat();
   wireSeeks();
+  wireBots();
   wireLobby();
   wireRules();
   wireSettings();

@@ -1,10 +1,11 @@
 // The lobby: pick a game and its options, create a room, join or watch one by id or
 // link, the live games and "Seats to resume" (seats kept in this browser). Its panels are
-// the open challenges (seeks.js) and "My games" (mygames.js). It registers itself with
-// the router as the screen "lobby".
+// the open challenges (seeks.js), "My games" (mygames.js) and the bots online (bots.js).
+// It registers itself with the router as the screen "lobby".
 
 import { accountKnown, currentAccount, openLogin } from "./account.js";
 import { el } from "./boards/common.js";
+import { renderBots, showBots } from "./bots.js";
 import { timeControlText } from "./clock.js";
 import { reportError } from "./errors.js";
 import { renderMyHistory } from "./mygames.js";
@@ -13,7 +14,7 @@ import { has, t } from "./i18n.js";
 import { chosenClock, renderSeekChoice, renderSeeks, stopPooling, subscribeLobby } from "./seeks.js";
 import { player, prefs, seatStore } from "./storage.js";
 import { clearRoomId, selectGame, store } from "./store.js";
-import { $, aiSeatText, fetchJson, gameTitle, levelText, loadGames, playerName, ratingText, readOptions, sideName } from "./util.js";
+import { $, aiSeatText, botBadge, fetchJson, gameTitle, levelText, loadGames, playerName, ratingText, readOptions, sideName } from "./util.js";
 
 const AI_LEVELS = 8;
 const ROOMS_REFRESH_MS = 4000;
@@ -30,6 +31,7 @@ async function showLobby() {
   renderGameCards();
   renderRatedChoice();
   renderSeeks();
+  showBots(true);
   subscribeLobby(true);
   renderMyGames();
   renderMyHistory();
@@ -43,6 +45,7 @@ function hideLobby() {
   clearInterval(roomsTimer);
   subscribeLobby(false);
   stopPooling();
+  showBots(false);
 }
 
 /** Rated needs an account: the choice is off, with a way to log in, for a guest. */
@@ -215,6 +218,7 @@ function renderCreateForm() {
   opponent.title = t("lobby.levels.title");
   renderLevelsHelp(game.name);
   renderSeekChoice();
+  renderBots(); // their ratings in the chosen game
   const seat = $("seat-choice");
   const chosenSeat = seat.value || "0";
   seat.replaceChildren(
@@ -335,7 +339,7 @@ async function refreshRooms() {
         el("span", { class: `game-icon small icon-${room.game}`, "aria-hidden": "true" }),
         el("span", { class: "room-info" }, [
           el("strong", {}, [gameTitle(room.game)]),
-          el("span", { class: "muted small" }, [roomFacts(room, names)]),
+          el("span", { class: "muted small" }, roomFacts(room, names)),
         ]),
         room.rated ? el("span", { class: "badge rated", title: t("lobby.rooms.ratedTitle") }, [t("lobby.rooms.rated")]) : null,
         el("span", { class: `badge ${room.status}` }, [has(`lobby.status.${room.status}`) ? t(`lobby.status.${room.status}`) : room.status]),
@@ -360,9 +364,12 @@ async function refreshRooms() {
 // Games whose "move" counts both sides' turns (a ply is half a move): their rooms say "move 12".
 const FULL_MOVE_GAMES = new Set(["chess", "draughts"]);
 
-/** "Ann vs Bob · 3+2 · move 7 · 4 watching" ("5 moves played" in games where a ply is a move). */
+/**
+ * "Ann vs Bob · 3+2 · move 7 · 4 watching" ("5 moves played" in games where a ply is a move),
+ * as text and nodes (a bot's name carries its BOT badge).
+ */
 function roomFacts(room, names) {
-  const parts = [names.length === 2 ? t("common.vs", { a: names[0], b: names[1] }) : names.join(", ")];
+  const parts = [];
   if (room.clock !== undefined) parts.push(timeControlText(room.clock));
   const plies = room.moves || 0;
   parts.push(
@@ -371,15 +378,24 @@ function roomFacts(room, names) {
       : t("lobby.rooms.plies", { n: plies }),
   );
   if (room.spectators) parts.push(t("lobby.rooms.watching", { n: room.spectators }));
-  return parts.join(" · ");
+  return [...playersFacts(names), ...parts.map((part) => ` · ${part}`)];
 }
 
+/** "Ann vs Bob" with each name a node, or the names one after another. */
+function playersFacts(names) {
+  if (names.length !== 2) return names.flatMap((name, i) => (i ? [", ", name] : [name]));
+  // The words around the names from the catalogue, the names put in as they are.
+  const pattern = t("common.vs", { a: "\u0000a\u0000", b: "\u0000b\u0000" });
+  return pattern.split("\u0000").map((part) => (part === "a" ? names[0] : part === "b" ? names[1] : part));
+}
+
+/** A seat of a live game: the computer's level, "open", or the player (BOT badge, rating). */
 function seatLabel(seat, player, gameName) {
   if (!seat) return player;
   if (seat.kind === "ai") return aiSeatText(gameName, seat);
   if (!seat.taken) return t("lobby.rooms.open", { side: player });
   const rating = ratingText(seat.rating, seat.provisional);
-  return `${seat.account || seat.name || player}${seat.bot ? ` ${t("lobby.rooms.bot")}` : ""}${rating ? ` ${rating}` : ""}`;
+  return el("span", {}, [seat.account || seat.name || player, botBadge(seat.bot), rating ? ` ${rating}` : null]);
 }
 
 /** The seats kept in this browser in games not known to be over, newest first. */

@@ -1,6 +1,7 @@
-// The leaderboards (?leaderboard=GAME&speed=S) and the profiles (?player=NAME): one screen,
-// "players", drawn from the HTTP API (docs/accounts.md):
-//   GET /api/leaderboard/{game}/{speed}   the ranked players (not provisional, active lately)
+// The leaderboards (?leaderboard=GAME&speed=S, bots' with &bots=1) and the profiles
+// (?player=NAME): one screen, "players", drawn from the HTTP API (docs/accounts.md):
+//   GET /api/leaderboard/{game}/{speed}   the ranked players (not provisional, active
+//                                         lately); people, or bot accounts with ?bots=1
 //   GET /api/players/{username}           a profile: ratings per game and speed, W/D/L,
 //                                         recent games, games being played, member since
 //   GET /api/players/{username}/rating.svg?game=G&speed=S   the rating graph, as an image
@@ -14,23 +15,12 @@ import { reportError } from "./errors.js";
 import { formatDate, has, t } from "./i18n.js";
 import { navigate, registerScreen } from "./router.js";
 import { store } from "./store.js";
-import { $, botBadge, fetchJson, gameTitle, loadGames, playerLabel, profileHref, ratingText } from "./util.js";
+import { $, botBadge, fetchJson, gameTitle, loadGames, playerLabel, profileHref, ratingText, speedsOf } from "./util.js";
 
-/** The speeds of a game (server/ratings/speeds.py), when the catalogue does not list them. */
-const CLOCKED_SPEEDS = ["bullet", "blitz", "rapid", "classical", "correspondence"];
-const OTHER_SPEEDS = ["timed", "correspondence"];
-const CLOCKED_GAMES = new Set(["chess", "draughts"]);
 const LEADERBOARD_DAYS = 30;
 const LEADERBOARD_LIMIT = 50;
 
 const view = { key: null }; // what is on screen, so a late answer for another is dropped
-
-/** The speeds `game` is rated in. */
-export function speedsOf(gameName) {
-  const game = store.gamesByName.get(gameName);
-  if (game && Array.isArray(game.speeds) && game.speeds.length) return game.speeds;
-  return CLOCKED_GAMES.has(gameName) ? CLOCKED_SPEEDS : OTHER_SPEEDS;
-}
 
 /** A speed in words ("blitz", "correspondence"), lower case: for sentences. */
 function speedWord(speed) {
@@ -47,24 +37,29 @@ function speedTitle(speed) {
 async function showPlayers(what) {
   await loadGames();
   if (what.player) return showProfile(what.player);
-  return showLeaderboard(what.leaderboard, what.speed);
+  return showLeaderboard(what.leaderboard, what.speed, Boolean(what.bots));
 }
 
 registerScreen("players", { show: showPlayers });
 
 // -- leaderboards -------------------------------------------------------------------------------
 
-async function showLeaderboard(wantedGame, wantedSpeed) {
+/**
+ * The leaderboard of a game and speed: people's, or with `bots` the bot accounts' (ranked
+ * apart, as lichess does: GET /api/leaderboard/...?bots=1).
+ */
+async function showLeaderboard(wantedGame, wantedSpeed, bots = false) {
   const games = store.games.map((g) => g.name);
   const game = games.includes(wantedGame) ? wantedGame : games[0] || "chess";
   const speeds = speedsOf(game);
   const speed = speeds.includes(wantedSpeed) ? wantedSpeed : speeds[0];
-  const key = `leaderboard:${game}:${speed}`;
+  const key = `leaderboard:${game}:${speed}:${bots}`;
   view.key = key;
-  document.title = t("players.leaderboard.docTitle", { game: gameTitle(game), speed: speedWord(speed) });
-  const pick = (nextGame, nextSpeed) => {
-    navigate(`?leaderboard=${encodeURIComponent(nextGame)}&speed=${encodeURIComponent(nextSpeed)}`);
-    showLeaderboard(nextGame, nextSpeed);
+  const words = { game: gameTitle(game), speed: speedWord(speed) };
+  document.title = t(bots ? "players.leaderboard.botsDocTitle" : "players.leaderboard.docTitle", words);
+  const pick = (nextGame, nextSpeed, nextBots = bots) => {
+    navigate(`?leaderboard=${encodeURIComponent(nextGame)}&speed=${encodeURIComponent(nextSpeed)}${nextBots ? "&bots=1" : ""}`);
+    showLeaderboard(nextGame, nextSpeed, nextBots);
   };
   const gameSelect = el(
     "select",
@@ -76,16 +71,21 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
     { id: "lb-speed", testid: "lb-speed", onchange: (e) => pick(game, e.target.value) },
     speeds.map((s) => el("option", { value: s, selected: s === speed }, [speedTitle(s)])),
   );
+  const poolSelect = el("select", { id: "lb-pool", testid: "lb-pool", onchange: (e) => pick(game, speed, e.target.value === "bots") }, [
+    el("option", { value: "people", selected: !bots }, [t("players.pool.people")]),
+    el("option", { value: "bots", selected: bots }, [t("players.pool.bots")]),
+  ]);
   const table = el("div", { testid: "leaderboard", dataset: { state: "loading" } }, [el("p", { class: "muted" }, [t("players.loading")])]);
   $("players").replaceChildren(
     el("section", { class: "panel players-panel", "aria-labelledby": "lb-title" }, [
       el("div", { class: "page-head" }, [
         el("a", { class: "btn ghost small", href: "/", testid: "players-lobby" }, [t("players.lobby")]),
-        el("h1", { id: "lb-title", testid: "lb-title" }, [t("players.leaderboard.title", { game: gameTitle(game), speed: speedWord(speed) })]),
+        el("h1", { id: "lb-title", testid: "lb-title" }, [t(bots ? "players.leaderboard.botsTitle" : "players.leaderboard.title", words)]),
       ]),
       el("div", { class: "field-row lb-choice" }, [
         el("label", { class: "field", for: "lb-game" }, [el("span", {}, [t("players.game")]), gameSelect]),
         el("label", { class: "field", for: "lb-speed" }, [el("span", {}, [t("players.speed")]), speedSelect]),
+        el("label", { class: "field", for: "lb-pool" }, [el("span", {}, [t("players.pool")]), poolSelect]),
       ]),
       el("p", { class: "muted small" }, [t("players.leaderboard.who", { n: LEADERBOARD_DAYS })]),
       table,
@@ -94,7 +94,7 @@ async function showLeaderboard(wantedGame, wantedSpeed) {
   let answer;
   try {
     answer = await fetchJson(
-      `/api/leaderboard/${encodeURIComponent(game)}/${encodeURIComponent(speed)}?days=${LEADERBOARD_DAYS}&limit=${LEADERBOARD_LIMIT}`,
+      `/api/leaderboard/${encodeURIComponent(game)}/${encodeURIComponent(speed)}?days=${LEADERBOARD_DAYS}&limit=${LEADERBOARD_LIMIT}${bots ? "&bots=1" : ""}`,
     );
   } catch (err) {
     if (view.key !== key) return;

@@ -85,9 +85,12 @@ export function showGamePage(id) {
   return show("gamepage", id);
 }
 
-/** The leaderboard of `game` and `speed` (either may be "": the first one), ?leaderboard=GAME&speed=S. */
-export function showLeaderboard(game = "", speed = "") {
-  return show("players", { leaderboard: game, speed });
+/**
+ * The leaderboard of `game` and `speed` (either may be "": the first one), of people or, with
+ * `bots`, of bot accounts (ranked apart): ?leaderboard=GAME&speed=S[&bots=1].
+ */
+export function showLeaderboard(game = "", speed = "", bots = false) {
+  return show("players", { leaderboard: game, speed, bots });
 }
 
 /** The profile of `username` (?player=NAME). */
@@ -107,7 +110,7 @@ export function route() {
   const watch = params.get("watch");
   const game = params.get("game");
   if (params.has("player") && params.get("player")) showProfile(params.get("player"));
-  else if (params.has("leaderboard")) showLeaderboard(params.get("leaderboard") || "", params.get("speed") || "");
+  else if (params.has("leaderboard")) showLeaderboard(params.get("leaderboard") || "", params.get("speed") || "", params.get("bots") === "1");
   else if (params.has("account")) showAccountPage();
   else if (game) showGamePage(game);
   else if (room) enterRoom(room, seatStore.get(room) ? "play" : "invite");

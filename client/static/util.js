@@ -144,9 +144,45 @@ export function profileHref(username) {
   return `?player=${encodeURIComponent(username)}`;
 }
 
-/** The "BOT" badge of a bot account, or null. */
+/**
+ * The "BOT" badge of a bot account, or null: an image to assistive technology, named in
+ * words ("bot account"), with the longer explanation as its tooltip.
+ */
 export function botBadge(isBot) {
-  return isBot ? el("span", { class: "tag bot", title: t("common.bot.title") }, [t("common.bot")]) : null;
+  if (!isBot) return null;
+  return el("span", { class: "tag bot", role: "img", "aria-label": t("common.bot.label"), title: t("common.bot.title"), testid: "bot-badge" }, [
+    t("common.bot"),
+  ]);
+}
+
+// -- speeds (server/domain/speeds.py) ---------------------------------------------------------
+
+/** The games rated at the chess sites' speeds; the others are "timed" or "correspondence". */
+const CLOCKED_GAMES = new Set(["chess", "draughts"]);
+const CLOCKED_SPEEDS = ["bullet", "blitz", "rapid", "classical", "correspondence"];
+const OTHER_SPEEDS = ["timed", "correspondence"];
+/** (speed, the estimated game duration in seconds it is under), fastest first. */
+const SPEED_LIMITS_S = [["bullet", 180], ["blitz", 480], ["rapid", 1500]];
+const ESTIMATED_MOVES = 40;
+
+/** The speeds `gameName` is rated in, fastest first (the catalogue's, when it lists them). */
+export function speedsOf(gameName) {
+  const game = store.gamesByName.get(gameName);
+  if (game && Array.isArray(game.speeds) && game.speeds.length) return game.speeds;
+  return CLOCKED_GAMES.has(gameName) ? CLOCKED_SPEEDS : OTHER_SPEEDS;
+}
+
+/**
+ * The speed a game of `gameName` with `clock` (null: untimed, {initial_ms, increment_ms} or
+ * {days_per_move}) is rated at, as the server decides it: correspondence without a Fischer
+ * clock; else from the estimated duration initial + 40 x increment.
+ */
+export function speedOf(gameName, clock) {
+  if (!clock || clock.days_per_move) return "correspondence";
+  if (!speedsOf(gameName).includes("bullet")) return "timed";
+  const duration = (clock.initial_ms + ESTIMATED_MOVES * (clock.increment_ms || 0)) / 1000;
+  const found = SPEED_LIMITS_S.find(([, limit]) => duration < limit);
+  return found ? found[0] : "classical";
 }
 
 /**

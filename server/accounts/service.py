@@ -1,5 +1,6 @@
-"""Accounts in the database: sign-up, log-in, passwords, claimed guest keys, and the
-look-ups every other part uses (``get``, ``by_name``, ``player_ids``).
+"""Accounts in the database: sign-up, log-in, passwords, claimed guest keys, the
+upgrade to a bot account, and the look-ups every other part uses (``get``, ``by_name``,
+``player_ids``, ``peek_tokens``).
 
 ``app[ACCOUNTS_KEY]`` is one :class:`AccountService` on the archive's engine; its
 ``sessions`` (server/accounts/sessions.py) and ``tokens`` (server/accounts/tokens.py)
@@ -11,7 +12,7 @@ server/accounts/names.py; hashing in server/accounts/passwords.py. Every refusal
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -42,11 +43,12 @@ from kibitz.server.accounts.rows import (
 )
 from kibitz.server.accounts.sessions import SessionStore
 from kibitz.server.accounts.tokens import TokenStore
-from kibitz.server.archive.tables import account_players, accounts
+from kibitz.server.archive.tables import account_players, accounts, games, tokens
 from kibitz.server.domain.players import Account
 from kibitz.shared.protocol.client_in import PLAYER_KEY, player_id
 
 MAX_CLAIMS = 100  # guest keys claimed into one account
+MAX_PEEK = 1000  # tokens one peek looks up, at most
 DAY_MS = 86_400_000
 
 
@@ -139,6 +141,64 @@ class AccountService:
         if credential.kind == "token":
             return await self.tokens.live(int(credential.key))
         return await self.sessions.live(credential.key)
+
+    async def peek_tokens(
+        self, secrets_: Sequence[str]
+    ) -> dict[str, tuple[Account, frozenset[str]]]:
+        """The live tokens among ``secrets_`` (at most MAX_PEEK, the first ones): each
+        one's account (not disabled) and scopes, in one read. Unlike :meth:`identify`
+        it acts for nobody: nothing is written (not even the tokens' ``used_ms``); a
+        secret that is not a live token is left out."""
+        wanted = {digest(s): s for s in list(secrets_)[:MAX_PEEK] if token_shaped(s)}
+        if not wanted:
+            return {}
+        query = (
+            sa.select(*ACCOUNT_COLUMNS, tokens.c.token_hash, tokens.c.scopes)
+            .join(accounts, accounts.c.id == tokens.c.account_id)
+            .where(
+                tokens.c.token_hash.in_(sorted(wanted)),
+                tokens.c.revoked_ms.is_(None),
+                accounts.c.disabled_ms.is_(None),
+            )
+        )
+        async with self.engine.connect() as conn:
+            rows = list(await conn.execute(query))
+        return {
+            wanted[str(row.token_hash)]: (
+                account_of(row),
+                frozenset(s for s in str(row.scopes).split(",") if s),
+            )
+            for row in rows
+        }
+
+    # -- bot accounts ---------------------------------------------------------------------
+    async def make_bot(self, account_id: int) -> None:
+        """Turn the account into a bot account, for good (lichess's upgrade). Refused,
+        with nothing changed: AccountError ``bot/already`` for a bot account,
+        ``bot/played`` for one with an archived game under any of its player ids (the
+        caller checks the rooms not yet archived: they are in Redis), ``auth/unknown``
+        for no such account."""
+        async with self.engine.begin() as conn:
+            bot = await conn.scalar(sa.select(accounts.c.bot).where(accounts.c.id == account_id))
+            if bot is None:
+                raise AccountError("auth/unknown", "no such account", 404)
+            if bot:
+                raise AccountError("bot/already", "this account is a bot account already", 400)
+            own = sa.select(account_players.c.player_id).where(
+                account_players.c.account_id == account_id
+            )
+            played = await conn.scalar(
+                sa.select(games.c.id)
+                .where(sa.or_(games.c.player0.in_(own), games.c.player1.in_(own)))
+                .limit(1)
+            )
+            if played is not None:
+                raise AccountError("bot/played", "this account has played games", 400)
+            await conn.execute(
+                sa.update(accounts)
+                .where(accounts.c.id == account_id, accounts.c.bot.is_(False))
+                .values(bot=True)
+            )
 
     # -- creating -----------------------------------------------------------------------
     async def signup(

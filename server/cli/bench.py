@@ -22,6 +22,7 @@ BENCHMARKS: tuple[tuple[str, str], ...] = (
     ("clocks", "error of the server's clocks per move, and lag credits vs the quota"),
     ("analysis", "a finished chess game analysed by workers"),
     ("workers", "AI jobs per second with 1, 2, ... worker processes on one Redis"),
+    ("streams", "memory and idle CPU of 1,000 open event streams of the Bot API on one node"),
 )
 _PACKAGE = "kibitz.benchmarks"
 

@@ -46,6 +46,7 @@ import logging
 import re
 import resource
 import time
+from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
@@ -59,7 +60,7 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from kibitz.server.accounts.credentials import Credential
-from kibitz.server.appkeys import HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
+from kibitz.server.appkeys import EDGE_HANDOVER_KEY, HUB_KEY, LIMITS_KEY, WS_COMPRESSION_KEY
 from kibitz.server.domain.addresses import address_group
 from kibitz.server.domain.players import Account
 from kibitz.server.fanout.connection import (
@@ -360,6 +361,10 @@ class EdgeSocket(asyncio.Protocol):
             if head_too_large(self.head[:end]):
                 self._too_large()
                 return
+            handover = self.edge.app.get(EDGE_HANDOVER_KEY)
+            if handover is not None and handover[0](bytes(self.head[:end])):
+                self._hand_over(handover[1])
+                return
             if not is_websocket_upgrade(self.head[:end]):
                 self._to_http()
                 return
@@ -515,6 +520,16 @@ class EdgeSocket(asyncio.Protocol):
         self.transport.set_protocol(protocol)
         protocol.connection_made(self.transport)
         protocol.data_received(data)
+
+    def _hand_over(
+        self, take_over: Callable[[web.Application, asyncio.Transport, bytes], None]
+    ) -> None:
+        """A request the node serves without aiohttp (``EDGE_HANDOVER_KEY``: the Bot API's
+        event streams, kept open for hours at a few KB each instead of aiohttp's ~15)."""
+        assert self.transport is not None and self.head is not None
+        self._cancel_head_timer()
+        head, self.head = bytes(self.head), None
+        take_over(self.edge.app, self.transport, head)
 
     async def _open(self, request: Request) -> None:
         """The admission checks, then the handshake's answer; then the session."""

@@ -30,6 +30,7 @@ from kibitz.server.appkeys import (
     METRICS_KEY,
     MODERATION_KEY,
     NODE_KEY,
+    REDIS_KEY,
     SEEKS_KEY,
     SERVICE_KEY,
 )
@@ -43,6 +44,7 @@ from kibitz.server.services.chat import Channel, ChatRate, channel_of, check_tex
 from kibitz.server.services.limits import LimitExceeded
 from kibitz.server.services.seekers import check_penalty
 from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.seat_keys import SeatKeys
 from kibitz.shared.protocol.client_in import (
     Abort,
     AcceptSeek,
@@ -209,14 +211,14 @@ class Session:
             )
             # Followed before anyone is told the room: nothing can happen to it unseen.
             await self.hub.follow(conn, room.id, seat)
-            conn.send(Seat(room.id, seat, token, message.rid).to_dict())
+            await self.send_seat(Seat(room.id, seat, token, message.rid))
             await self.follow_seated(room, seat, {"kind": "created", "seat": seat}, True)
         elif isinstance(message, Join):
             if self.account is not None and (await service.get(message.room)).rated:
                 await check_penalty(self.app[MODERATION_KEY], self.account)
             token = new_token()
             room, seat = await service.join(message, token, account=self.account)
-            conn.send(Seat(room.id, seat, token, message.rid).to_dict())
+            await self.send_seat(Seat(room.id, seat, token, message.rid))
             await self.follow_seated(room, seat, {"kind": "joined", "seat": seat})
         elif isinstance(message, Watch):
             # Watching a room this connection plays in keeps the seat (and ``you``).
@@ -246,6 +248,19 @@ class Session:
             await self._chat(message)
         elif isinstance(message, Seek | Unseek | AcceptSeek | Lobby | PoolJoin | PoolLeave):
             await self.app[SEEKS_KEY].handle(self, message)
+
+    async def send_seat(self, seat: Seat) -> None:
+        """Send the player the seat they were given (its token is their credential), and,
+        for a signed-in account, keep the token for the lichess-compatible HTTP API
+        (shared/bus/seat_keys.py), so that the account may play the room from a bot or
+        board app too. Not kept: logged, the seat stands."""
+        self.conn.send(seat.to_dict())
+        if self.account is None:
+            return
+        try:
+            await SeatKeys(self.app[REDIS_KEY]).put(seat.room, {seat.seat: seat.token})
+        except (BusError, OSError) as exc:
+            log.warning("could not keep the seat key of %s: %s", seat.room, exc)
 
     async def _answer(self, room: Room, changed: bool = True) -> None:
         """Answer a change to ``room`` made for this connection with the state it led to,

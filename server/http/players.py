@@ -4,8 +4,9 @@ It decides what these public, read-only routes answer (shapes in docs/protocol.m
 docs/accounts.md, *Leaderboards and profiles*):
 
 - ``GET /api/leaderboard/{game}/{speed}?days=30&limit=50``: the board
-  (:func:`kibitz.server.ratings.leaderboard.leaderboard` says who is on it, read through
-  the ``RatingStore``, as are the ratings and histories below);
+  (:func:`kibitz.server.ratings.leaderboard.leaderboard` says who is on it, on the
+  ``RatingStore``'s engine and clock, as are the ratings and histories below): people's
+  accounts only, or with ``bots=1`` bot accounts only (their own pool, as on lichess);
 - ``GET /api/players/{username}``: the profile: the account's public facts, its ratings
   per game and speed with W/D/L, its newest finished games (summaries, from the archive,
   by every player id of the account) and the live rooms it is seated in signed in (from
@@ -42,6 +43,7 @@ RECENT_GAMES = 10  # finished games a profile lists
 #: What a recent game's summary keeps of each seat (guests' seats: account and rating null).
 SUMMARY_SEAT = ("seat", "name", "kind", "level", "account", "rating", "provisional", "bot")
 MAX_PLAYING = 20  # live rooms a profile lists, and rooms it reads for that, at most
+BOTS_CHOICES = ("0", "1", "false", "true")  # ?bots=: the people's board or the bots'
 CACHE = "public, max-age=30"  # leaderboards and graphs may be this stale
 #: The graph is our own drawing: nothing in it may load or run anything.
 SVG_HEADERS = {
@@ -87,8 +89,8 @@ async def _account_or_404(request: web.Request) -> ProfileAccount | web.Response
 
 
 async def api_leaderboard(request: web.Request) -> web.Response:
-    """``{"game", "speed", "days", "players": [{"rank", "username", "rating", "rd",
-    "games", "bot"}]}``, best first."""
+    """``{"game", "speed", "days", "bots", "players": [{"rank", "username", "rating",
+    "rd", "games", "bot"}]}``, best first: people, or with ``bots=1`` bots."""
     game, speed = request.match_info["game"], request.match_info["speed"]
     unknown = _unknown_board(game, speed)
     if unknown is not None:
@@ -96,13 +98,19 @@ async def api_leaderboard(request: web.Request) -> web.Response:
     try:
         days = query.whole_number(request.query, "days", DEFAULT_DAYS, 1, boards.MAX_DAYS)
         limit = query.whole_number(request.query, "limit", DEFAULT_LIMIT, 1, boards.MAX_LIMIT)
+        bots = query.choice(request.query, "bots", BOTS_CHOICES, "1 (bots) or 0 (people)")
     except query.QueryError as exc:
         return query.refusal(exc)
-    leaders = await request.app[RATINGS_KEY].leaderboard(game, speed, days, limit)
+    store = request.app[RATINGS_KEY]
+    pool = bots in ("1", "true")
+    leaders = await boards.leaderboard(
+        store.engine, game, speed, store.clock(), days, limit, bots=pool
+    )
     body = {
         "game": game,
         "speed": speed,
         "days": days,
+        "bots": pool,
         "players": [leader.to_dict() for leader in leaders],
     }
     return web.json_response(body, headers={"Cache-Control": CACHE})
@@ -177,12 +185,13 @@ def game_summary(record: dict[str, Any], own: set[str]) -> dict[str, Any]:
     }
 
 
-async def live_rooms_of(app: web.Application, player: str) -> list[str]:
+async def live_rooms_of(app: web.Application, player: str, count: int = MAX_PLAYING) -> list[str]:
     """The unfinished rooms (ids, the newest seating first) the account whose player id
     is ``player`` sits in: its per-player index (only accounts' seats are noted), at
-    most MAX_PLAYING rooms read and checked; what fails the check is taken off it."""
+    most ``count`` (at most MAX_PLAYING) rooms read and checked; what fails the check is
+    taken off it."""
     store = app[STORE_KEY]
-    listed = await store.playing.rooms(player, MAX_PLAYING)
+    listed = await store.playing.rooms(player, max(1, min(count, MAX_PLAYING)))
     records = await asyncio.gather(*(store.load_record(room_id) for room_id in listed))
     live = [r for r, record in zip(listed, records, strict=True) if _seats(record, player)]
     await store.playing.drop(player, [r for r in listed if r not in live])

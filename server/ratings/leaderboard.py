@@ -14,7 +14,9 @@ It decides who is on a leaderboard and what a profile's ratings and history are:
 - a rating history: the rating and RD after each rated game (``rating_history``), the
   newest ``limit`` points, oldest first;
 - a profile's account: by its name's key (the caller checks the name and makes the key:
-  server/accounts/names.py, which the ratings do not import);
+  server/accounts/names.py, which the ratings do not import); several at once, by keys
+  or by ids (at most ``MAX_ACCOUNTS``), with their ratings (``ratings_of_many``), for
+  the lichess-compatible API's user lists (server/botapi/users.py);
 - a profile's recent games: the newest finished games of any of the account's player ids
   (its own and the guest keys it claimed), one index read per seat column.
 
@@ -41,6 +43,7 @@ MAX_HISTORY = 500  # points of one history, at most
 MAX_RATINGS = 200  # rating rows of one account (games x speeds), at most
 MAX_RECENT = 50  # a profile's recent games, at most
 MAX_PLAYER_IDS = 101  # an account's player ids a read looks at (its own + claimed keys)
+MAX_ACCOUNTS = 300  # accounts one read of several looks at, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,8 @@ class ProfileAccount:
     created_ms: int
     bot: bool
     mark: str | None
+    seen_ms: int | None = None  # when it was last seen signed in (a minute's precision)
+    disabled: bool = False  # banned: its profile shows no more than its name
 
 
 def current(row: Any, now_ms: int) -> Rating:
@@ -83,9 +88,10 @@ def current(row: Any, now_ms: int) -> Rating:
     return grown(stored, now_ms - int(row.period_ms))
 
 
-def _board_query(game: str, speed: str, since_ms: int) -> sa.Select[Any]:
-    """The candidates of a board, best first: active since ``since_ms``, not banned."""
-    return (
+def _board_query(game: str, speed: str, since_ms: int, bots: bool | None) -> sa.Select[Any]:
+    """The candidates of a board, best first: active since ``since_ms``, not banned, bot
+    accounts only or people only (``bots`` None: both)."""
+    query = (
         sa.select(
             accounts.c.username,
             accounts.c.bot,
@@ -106,16 +112,24 @@ def _board_query(game: str, speed: str, since_ms: int) -> sa.Select[Any]:
         )
         .order_by(ratings.c.rating.desc(), ratings.c.rd.asc(), accounts.c.username_key.asc())
     )
+    return query if bots is None else query.where(accounts.c.bot == bots)
 
 
 async def leaderboard(
-    engine: AsyncEngine, game: str, speed: str, now_ms: int, days: int, limit: int
+    engine: AsyncEngine,
+    game: str,
+    speed: str,
+    now_ms: int,
+    days: int,
+    limit: int,
+    bots: bool | None = None,
 ) -> list[Leader]:
     """The board of ``game`` at ``speed``: at most ``limit`` (1 to MAX_LIMIT) accounts
-    active in the last ``days`` (1 to MAX_DAYS), best first (see the module's rule)."""
+    active in the last ``days`` (1 to MAX_DAYS), best first (see the module's rule);
+    ``bots``: True the bots' pool, False the people's, None both."""
     if not (1 <= days <= MAX_DAYS and 1 <= limit <= MAX_LIMIT):
         raise ValueError(f"days {days} (1-{MAX_DAYS}), limit {limit} (1-{MAX_LIMIT})")
-    query = _board_query(game, speed, now_ms - days * DAY_MS)
+    query = _board_query(game, speed, now_ms - days * DAY_MS, bots)
     found: list[Leader] = []
     async with engine.connect() as conn:
         for batch in range(SCAN_BATCHES):
@@ -145,17 +159,29 @@ async def ratings_of(
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Every rating of an account: {game: {speed: {"rating", "rd", "provisional",
     "games", "wins", "draws", "losses"}}}, RD grown to ``now_ms``."""
+    return (await ratings_of_many(engine, [account_id], now_ms)).get(account_id, {})
+
+
+async def ratings_of_many(
+    engine: AsyncEngine, account_ids: Sequence[int], now_ms: int
+) -> dict[int, dict[str, dict[str, dict[str, Any]]]]:
+    """:func:`ratings_of` for several accounts (at most MAX_ACCOUNTS, the first ones) in
+    one read: {account id: its ratings}; an account without ratings is left out."""
+    ids = list(dict.fromkeys(account_ids))[:MAX_ACCOUNTS]
+    if not ids:
+        return {}
     query = (
         sa.select(ratings)
-        .where(ratings.c.account_id == account_id)
-        .order_by(ratings.c.game, ratings.c.speed)
-        .limit(MAX_RATINGS)
+        .where(ratings.c.account_id.in_(ids))
+        .order_by(ratings.c.account_id, ratings.c.game, ratings.c.speed)
+        .limit(MAX_RATINGS * len(ids))
     )
-    found: dict[str, dict[str, dict[str, Any]]] = {}
+    found: dict[int, dict[str, dict[str, dict[str, Any]]]] = {}
     async with engine.connect() as conn:
         for row in await conn.execute(query):
             rating = current(row, now_ms)
-            found.setdefault(str(row.game), {})[str(row.speed)] = {
+            games_of = found.setdefault(int(row.account_id), {})
+            games_of.setdefault(str(row.game), {})[str(row.speed)] = {
                 "rating": round(rating.rating),
                 "rd": round(rating.rd),
                 "provisional": provisional(rating),
@@ -200,21 +226,20 @@ async def history(
     ]
 
 
-async def profile_account(engine: AsyncEngine, key: str) -> ProfileAccount | None:
-    """The account whose name's key (``accounts.username_key``: the name as uniqueness
-    sees it, server/accounts/names.py) is ``key``, or None."""
-    query = sa.select(
-        accounts.c.id,
-        accounts.c.username,
-        accounts.c.player_id,
-        accounts.c.created_ms,
-        accounts.c.bot,
-        accounts.c.mark,
-    ).where(accounts.c.username_key == key)
-    async with engine.connect() as conn:
-        row = (await conn.execute(query)).first()
-    if row is None:
-        return None
+#: The columns a :class:`ProfileAccount` is made of.
+_PROFILE_COLUMNS = (
+    accounts.c.id,
+    accounts.c.username,
+    accounts.c.player_id,
+    accounts.c.created_ms,
+    accounts.c.bot,
+    accounts.c.mark,
+    accounts.c.seen_ms,
+    accounts.c.disabled_ms,
+)
+
+
+def _profile_of(row: Any) -> ProfileAccount:
     return ProfileAccount(
         id=int(row.id),
         username=str(row.username),
@@ -222,7 +247,42 @@ async def profile_account(engine: AsyncEngine, key: str) -> ProfileAccount | Non
         created_ms=int(row.created_ms),
         bot=bool(row.bot),
         mark=None if row.mark is None else str(row.mark),
+        seen_ms=None if row.seen_ms is None else int(row.seen_ms),
+        disabled=row.disabled_ms is not None,
     )
+
+
+async def profile_account(engine: AsyncEngine, key: str) -> ProfileAccount | None:
+    """The account whose name's key (``accounts.username_key``: the name as uniqueness
+    sees it, server/accounts/names.py) is ``key``, or None."""
+    found = await profile_accounts(engine, keys=[key])
+    return found[0] if found else None
+
+
+async def profile_accounts(
+    engine: AsyncEngine,
+    keys: Sequence[str] = (),
+    ids: Sequence[int] = (),
+    bot: bool | None = None,
+) -> list[ProfileAccount]:
+    """The accounts whose name's key is one of ``keys`` or whose id is one of ``ids``
+    (at most MAX_ACCOUNTS of each, the first ones), bots only or people only if ``bot``
+    says, in the order asked (keys first); what no account matches is left out."""
+    wanted_keys = list(dict.fromkeys(keys))[:MAX_ACCOUNTS]
+    wanted_ids = list(dict.fromkeys(ids))[:MAX_ACCOUNTS]
+    if not wanted_keys and not wanted_ids:
+        return []
+    query = sa.select(*_PROFILE_COLUMNS, accounts.c.username_key).where(
+        sa.or_(accounts.c.username_key.in_(wanted_keys), accounts.c.id.in_(wanted_ids))
+    )
+    if bot is not None:
+        query = query.where(accounts.c.bot == bot)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    order = {key: n for n, key in enumerate(wanted_keys)}
+    order_ids = {account_id: len(order) + n for n, account_id in enumerate(wanted_ids)}
+    rows = sorted(rows, key=lambda r: order.get(r.username_key, order_ids.get(r.id, 0)))
+    return [_profile_of(row) for row in rows]
 
 
 async def recent_games(

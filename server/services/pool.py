@@ -429,7 +429,7 @@ class Pool:
         task.add_done_callback(self._tasks.discard)
 
     async def _seat(self, session: SeekSession, event: SeekAccepted) -> None:
-        session.conn.send(Seat(event.room, event.seat, event.token).to_dict())
+        await session.send_seat(Seat(event.room, event.seat, event.token))
         try:
             await session.follow_room(event.room, event.seat)
         except (ProtocolError, BusError, OSError) as exc:

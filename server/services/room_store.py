@@ -12,6 +12,7 @@ passes through: the room service retries on it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from functools import cached_property
 from typing import Any
 
@@ -23,6 +24,9 @@ from kibitz.shared.bus.store import AiGames, AiGamesMode, PresenceCounts, RoomCo
 from kibitz.shared.protocol.jobs import Job
 
 log = logging.getLogger(__name__)
+
+#: What runs after each written commit: (room, expected version, event, snapshot).
+AfterCommit = Callable[[Room, int, dict[str, Any], dict[str, Any]], Awaitable[None]]
 
 #: A signed-in creator's room owner is this and the account's id (a guest's: the address):
 #: the AI game cap and the fair AI queue count per account then.
@@ -143,6 +147,10 @@ def _presence(counts: PresenceCounts) -> Presence:
 class RoomStore(bus.RoomStore):
     """The bus's store, with rooms read and written as ``Room``."""
 
+    #: Told of each written commit (server/botapi/events.py sets it: the event streams'
+    #: game starts and finishes); its failure is logged, the commit stands.
+    after_commit: AfterCommit | None = None
+
     @cached_property
     def playing(self) -> PlayerRooms:
         """The rooms each player sits in (``seated_players`` of each commit)."""
@@ -208,6 +216,11 @@ class RoomStore(bus.RoomStore):
         except bus.QueueFull:
             raise RoomError("server/busy", "the AI queue is full; try again in a moment") from None
         await self._note_seated(room, seated_players(room, expected_version, present))
+        if self.after_commit is not None:
+            try:
+                await self.after_commit(room, expected_version, event, snapshot)
+            except Exception:  # the commit is written: whatever follows it cannot undo it
+                log.exception("after the commit of room %s", room.id)
         return presence
 
     async def _note_seated(self, room: Room, players: list[str]) -> None:

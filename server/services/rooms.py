@@ -31,6 +31,7 @@ from kibitz.server.domain.speeds import SpeedError, speed_of
 from kibitz.server.services.limits import AddressLimiter, LimitExceeded, Limits
 from kibitz.server.services.room_store import RoomStore, ai_owner
 from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.seat_keys import SeatKeys
 from kibitz.shared.bus.store import AI_GAMES_GRACE_MS, StaleVersion
 from kibitz.shared.games import GameError, find_game
 from kibitz.shared.protocol.client_in import (
@@ -395,15 +396,20 @@ class RoomService:
                 room.seats[index] = replace(seat, rating=rating, provisional=provisional)
         return room
 
-    async def create_built(self, build: Callable[[str], tuple[Room, Event]]) -> Room:
+    async def create_built(
+        self, build: Callable[[str], tuple[Room, Event]], room_id: str | None = None
+    ) -> Room:
         """Commit a new room made by ``build(room_id)``, a fresh id each try (an accepted
-        seek seats both players in one commit this way)."""
-        for _ in range(RETRIES):
-            room, event = build(rooms.new_room_id())
+        seek seats both players in one commit this way); with ``room_id`` (an accepted
+        challenge's), that id in one try: ``room/exists`` if a room has it."""
+        for _ in range(RETRIES if room_id is None else 1):
+            room, event = build(room_id or rooms.new_room_id())
             state = find_game(room.game).parse_position(room.start)
             try:
                 await self._commit(room, -1, event, state)
             except StaleVersion:
+                if room_id is not None:
+                    raise RoomError("room/exists", f"a room {room_id} exists already") from None
                 continue  # id collision: draw another
             return room
         raise RoomError("server/busy", "could not allocate a room id")
@@ -509,6 +515,9 @@ class RoomService:
         fresh = await self._rerated(fresh)
         fresh_state = find_game(fresh.game).parse_position(fresh.start)
         counted = await self.count_room(agreed.owner)
+        # Kept before the commit that starts the game (and tells the players' API event
+        # streams so): the players may act through the API at once.
+        await self._carry_seat_keys(agreed.id, fresh.id)
         try:
             await self._commit(fresh, -1, created, fresh_state)
         except StaleVersion:
@@ -517,6 +526,17 @@ class RoomService:
         except RoomError:  # refused, so unwritten (a Redis error may have written it)
             await self.uncount_room(counted)
             raise
+
+    async def _carry_seat_keys(self, old: str, new: str) -> None:
+        """The HTTP API's seat keys of a rematch: the old room's, for the seats the same
+        players take (colours swapped, tokens kept). A failure is logged: the rematch is
+        made, and can be played over the WebSocket."""
+        seat_keys = SeatKeys(self.store.redis)
+        try:
+            kept = await seat_keys.all(old)
+            await seat_keys.put(new, {1 - seat: token for seat, token in kept.items()})
+        except (BusError, OSError) as exc:
+            log.warning("could not keep the seat keys of rematch %s: %s", new, exc)
 
     async def _refuse_banned(self, room: Room) -> None:
         """``auth/banned`` if a signed-in player of ``room`` is banned now."""

@@ -30,6 +30,7 @@ from kibitz.server.domain.players import Account
 from kibitz.server.domain.room import Event, Room, SeatAccount
 from kibitz.server.moderation.rules import penalty_refusal
 from kibitz.shared.protocol.client_in import player_id
+from kibitz.shared.protocol.client_out import Seat
 from kibitz.shared.protocol.codec import Codec, ProtocolError
 
 #: The rating assumed for a guest, and for an account whose rating cannot be read, where
@@ -69,6 +70,10 @@ class SeekSession(Protocol):
     def conn(self) -> LobbyConnection: ...
 
     async def follow_room(self, room_id: str, seat: int | None) -> None: ...
+
+    async def send_seat(self, seat: Seat) -> None:
+        """Send the ``seat`` message (a signed-in player's token is also kept for the
+        HTTP API: shared/bus/seat_keys.py)."""
 
 
 class Gate(Protocol):

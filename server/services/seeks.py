@@ -144,7 +144,7 @@ class Seeks:
     async def _seat_creator(self, session: SeekSession, event: SeekAccepted) -> None:
         """The creator's side of an accepted seek: its seat, then the room's state."""
         self._forget(session, event.seek)
-        session.conn.send(Seat(event.room, event.seat, event.token, seek=event.seek).to_dict())
+        await session.send_seat(Seat(event.room, event.seat, event.token, seek=event.seek))
         try:
             await session.follow_room(event.room, event.seat)
         except (ProtocolError, BusError, OSError) as exc:
@@ -241,7 +241,7 @@ class Seeks:
         except ProtocolError:  # refused: no room was made (a Redis error may have made it)
             await self.service.uncount_room(counted)
             raise
-        session.conn.send(Seat(room.id, 1 - creator_seat, acceptor_token, message.rid).to_dict())
+        await session.send_seat(Seat(room.id, 1 - creator_seat, acceptor_token, message.rid))
         await session.follow_room(room.id, 1 - creator_seat)
 
     async def _parties(

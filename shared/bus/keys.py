@@ -154,3 +154,40 @@ POOL_GONE = PREFIX + "pool:gone"
 
 # --- moderation (shared/bus/bans.py) -------------------------------------------------------
 BANS = PREFIX + "bans"  # hash: "account:ID" / "address:ADDR" -> the active ban (JSON)
+
+
+# --- the lichess-compatible HTTP API (server/botapi/) --------------------------------------
+#: channel: a line for the event streams of some accounts, or a stream to close
+#: (shared/bus/account_events.py). Every node listens; each keeps the lines for the streams
+#: it holds. On a Redis Cluster this is the control slot's.
+ACCOUNT_EVENTS = PREFIX + "account-events"
+
+
+def challenge_key(challenge_id: str) -> str:
+    """One challenge (string: its JSON record; TTL its expiry) (shared/bus/challenges.py).
+    Its id is the id of the room it becomes, so it carries that room's hash tag."""
+    return f"{PREFIX}challenge:{{{challenge_id}}}"
+
+
+def challenges_key(account_id: int, direction: str) -> str:
+    """An account's open challenges, ``direction`` ``in`` or ``out`` (sorted set:
+    challenge id -> expiry ms) (shared/bus/challenges.py)."""
+    return f"{PREFIX}challenges:{direction}:{account_id}"
+
+
+def seat_keys_key(room_id: str) -> str:
+    """The secret tokens of a room's account seats (hash: seat index -> token), which the
+    HTTP API and the seat's own account may read (shared/bus/seat_keys.py)."""
+    return room_key(room_id) + ":seatkeys"
+
+
+def event_stream_key(account_id: int) -> str:
+    """The newest event stream of each token of an account (hash: token id -> stream id);
+    an older stream of the same token is closed (shared/bus/account_events.py)."""
+    return f"{PREFIX}event-streams:{account_id}"
+
+
+#: sorted set: account id -> when a node last saw an open event stream of it (ms); an
+#: entry older than ``ONLINE_MS`` (shared/bus/account_events.py) is offline, and is
+#: removed by the next beat that sees it (bounded by the accounts with streams).
+ONLINE = PREFIX + "online"

@@ -367,6 +367,7 @@ class Chess(Game[ChessState, chess.Move]):
     #: Scores in centipawns; PGN export; UCI engines (Stockfish...) can play it.
     policy = GamePolicy(
         chess_speeds=True,
+        lichess_variant="standard",
         ai_draw_min_plies=60,
         analysis_scale=AnalysisScale("centipawns", 100.0, 50, 100, 300, 1000, 0.004),
         analysis_time_ms=400,

@@ -7,7 +7,8 @@ thresholds its analysis is judged in and how long each analysed position is sear
 (``server/services/analysis.py``), the standard notation it exports besides JSON
 (``server/domain/export.py``), which engine protocol can play it (``workers/engines.py``), and
 how its bot levels 1..8 search (``shared/search/levels.py``; retuned by ``kibitz
-calibrate``), and which speeds its ratings have (``server/domain/speeds.py``).
+calibrate``), which speeds its ratings have (``server/domain/speeds.py``), and which
+lichess variant it is in the Bot and Board API (``server/botapi/formats.py``).
 
 Each game module sets ``policy = GamePolicy(...)`` on its :class:`Game` class, naming
 only what differs from the defaults; a game that sets nothing gets
@@ -80,7 +81,10 @@ class GamePolicy:
     ``level_depths``/``level_temperatures``: the search depth and softmax temperature of
     each bot level 1..8 (eight entries each); ``level8_time_ms``: level 8's search time;
     ``chess_speeds``: rated at the chess sites' speeds (bullet, blitz, rapid, classical,
-    correspondence) rather than "timed" and "correspondence" (server/domain/speeds.py).
+    correspondence) rather than "timed" and "correspondence" (server/domain/speeds.py);
+    ``lichess_variant``: the key of the lichess variant the game is (``"standard"`` for
+    chess), which the Bot and Board API names it by (server/botapi/formats.py; None: a
+    game lichess does not have, named by its own id there).
     """
 
     draw_offers: bool = True
@@ -94,6 +98,7 @@ class GamePolicy:
     level8_time_ms: int = 2000
     level_temperatures: tuple[float, ...] = DEFAULT_LEVEL_TEMPERATURES
     chess_speeds: bool = False
+    lichess_variant: str | None = None
 
 
 #: The policy of a game that states none.

@@ -3,17 +3,20 @@ that flag, a draw offer, a rematch, the two chat channels and a seek.
 
 Every page is its own browser context (its own localStorage, so its own player), and every
 action goes through the WebSocket to the real server (``live_server``: real workers, real
-Redis); nothing is mocked.
+Redis); nothing is mocked. One thing is changed on the way: the flag test's ``create``
+asks for a 15 s clock instead of the lobby's shortest, 1+0 (whose 1:00 clock a test of its
+own checks), so that it waits seconds rather than a minute for the flag.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from tests.client.test_browser import BOARD, NewPage, draughts_rows, open_lobby
@@ -21,9 +24,11 @@ from tests.conftest import start_server
 
 pytestmark = pytest.mark.browser
 
-# A 1+0 clock flags 60 s after it starts; the flag is the server's (its sweeper), so allow
-# for the sweep and a busy machine on top.
-FLAG_WITHIN_MS = 90_000
+# The flag test's clock: the lobby's shortest, 1+0, is shortened to this on its way to the
+# server (``shorten_the_clock``), so the game flags in seconds rather than a minute. The
+# flag is the server's (its sweeper), so allow for the sweep and a busy machine on top.
+FLAG_CLOCK_MS = 15_000
+FLAG_WITHIN_MS = FLAG_CLOCK_MS + 30_000
 
 
 def create_human_game(page: Page, base: str, name: str, time_control: str = "none") -> str:
@@ -73,21 +78,59 @@ def clock_ms(page: Page, seat: int) -> int:
 # -- (1) a 1+0 game where X runs out of time ----------------------------------------------------
 
 
-def test_flag_on_time_shows_on_both_pages_and_a_spectator(
+def shorten_the_clock(page: Page, initial_ms: int) -> None:
+    """Let the ``create`` messages ``page`` sends ask for ``initial_ms`` on the clock instead
+    of the time control chosen in the lobby; every other frame passes through unchanged."""
+
+    def route(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            if isinstance(message, str):
+                data = json.loads(message)
+                if data.get("type") == "create" and data.get("clock"):
+                    data["clock"]["initial_ms"] = initial_ms
+                    message = json.dumps(data)
+            server.send(message)
+
+        ws.on_message(to_server)
+
+    page.route_web_socket(re.compile(r"/ws$"), route)
+
+
+def test_the_lobby_one_minute_control_gives_a_one_minute_clock(
     live_server: Any, new_page: NewPage
 ) -> None:
-    base = live_server.http_url
-    alice, bob, room = two_players(new_page, base, "1+0")
-    carol = new_page()
-    watch(carol, base, room)
-    for page in (alice, bob, carol):
+    """The lobby's 1+0 (which the flag test below shortens) is a 1:00 clock, shown as such
+    on both players' pages, with the first-move notice."""
+    alice, bob, _ = two_players(new_page, live_server.http_url, "1+0")
+    for page in (alice, bob):
         expect(page.locator("[data-testid=clock-0]")).to_have_text("1:00")
         expect(page.locator("[data-testid=clock-1]")).to_have_text("1:00")
         expect(page.locator("[data-testid=time-control-label]")).to_contain_text("1+0")
-    expect(carol.locator("[data-testid=watching-label]")).to_be_visible()
-    expect(alice.locator("[data-testid=watching-label]")).to_be_hidden()
     # Before the first move, X is told how long it has before the game is aborted.
     expect(alice.locator("[data-testid=first-move]")).to_contain_text("Make your first move within")
+
+
+def test_flag_on_time_shows_on_both_pages_and_a_spectator(
+    live_server: Any, new_page: NewPage
+) -> None:
+    """A game of the lobby's 1+0 whose clock is shortened to FLAG_CLOCK_MS on the way to the
+    server: X lets it run out; both players and a spectator see it flag."""
+    base = live_server.http_url
+    alice, bob = new_page(), new_page()
+    shorten_the_clock(alice, FLAG_CLOCK_MS)
+    room = create_human_game(alice, base, "Alice", "1+0")
+    join(bob, base, room, "Bob")
+    expect(alice.locator("[data-testid=seat-1]")).to_contain_text("Bob")
+    carol = new_page()
+    watch(carol, base, room)
+    for page in (alice, bob, carol):
+        expect(page.locator("[data-testid=clock-0]")).to_have_text("0:15")
+        expect(page.locator("[data-testid=clock-1]")).to_have_text("0:15")
+        expect(page.locator("[data-testid=time-control-label]")).to_contain_text("15s+0")
+    expect(carol.locator("[data-testid=watching-label]")).to_be_visible()
+    expect(alice.locator("[data-testid=watching-label]")).to_be_hidden()
 
     play(alice, "1")
     play(bob, "5")
@@ -115,7 +158,8 @@ def test_flag_on_time_shows_on_both_pages_and_a_spectator(
     expect(alice.locator("[data-testid=result]")).to_contain_text(
         "You lose on time", timeout=FLAG_WITHIN_MS
     )
-    assert time.monotonic() - started > 50  # the server's flag, not a page's guess
+    # The server's flag, not a page's guess: not before the clock ran out.
+    assert time.monotonic() - started > FLAG_CLOCK_MS / 1000 - 5
     expect(alice.locator("[data-testid=result]")).to_have_attribute("data-outcome", "loss")
     expect(bob.locator("[data-testid=result]")).to_contain_text("You win on time")
     expect(carol.locator("[data-testid=result]")).to_contain_text("O (Bob) wins on time")

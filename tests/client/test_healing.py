@@ -24,6 +24,11 @@ pytestmark = pytest.mark.asyncio
 
 # X (seat 0) takes the middle column while O plays 1 and 3: X wins on its third move.
 SCRIPT = [(0, "2"), (1, "1"), (0, "5"), (1, "3"), (0, "8")]
+# The healing client's pings (the defaults are 5 s and 5 s: shorter here, so that the test
+# waits seconds for what it proves, which holds for any values) and connect timeout.
+PING_S = 1.0
+PONG_WITHIN_S = 3.0
+CONNECT_WITHIN_S = 2.0
 
 
 @pytest.fixture
@@ -60,7 +65,10 @@ async def test_a_frozen_server_is_noticed_and_the_game_resumes(
     frozen, other = two_nodes
     # a must be on the node that freezes: it connects there alone, and only then learns
     # the other node's address (a client given both may land on either under load).
-    a = await KibitzClient.open(frozen.http_url, heal=True)  # pings every 5 s, 5 s to answer
+    a = await KibitzClient.open(
+        frozen.http_url, heal=True, ping_interval=PING_S, ping_timeout=PONG_WITHIN_S,
+        connect_timeout=CONNECT_WITHIN_S,
+    )  # fmt: skip
     if where == "second node":
         a.urls.append(other.http_url)
     b = await KibitzClient.open(other.http_url)
@@ -77,7 +85,7 @@ async def test_a_frozen_server_is_noticed_and_the_game_resumes(
         await asyncio.wait_for(a.ws.wait_closed(), timeout=20)
         noticed = time.monotonic() - started
         # One ping interval until the next ping, one timeout for its pong, the close.
-        assert noticed < 5 + 5 + 3, noticed
+        assert noticed < PING_S + PONG_WITHIN_S + 3, noticed
 
         await play(b, room, 2)  # the opponent plays on while a's node is frozen
         await b.wait_state(room, lambda s: len(s["moves"]) == 2)

@@ -29,6 +29,7 @@ SCREENS = frozenset({"lobby.js", "game.js", "gamepage.js", "players.js", "accoun
 PANELS: Mapping[str, str] = {  # panel -> the screen it is a part of
     "seeks.js": "lobby.js",
     "mygames.js": "lobby.js",
+    "bots.js": "lobby.js",
     "actions.js": "game.js",
     "chat.js": "game.js",
     "choice.js": "game.js",

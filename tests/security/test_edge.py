@@ -38,6 +38,8 @@ from websockets.frames import Frame, Opcode
 from kibitz.client.connection import KibitzClient
 from kibitz.server.cli.serve import spawn_server
 from kibitz.server.gateway.limits import listening_origins, parse_origin
+from kibitz.server.services.chat import KEPT, RATE_LINES
+from kibitz.shared.protocol.client_in import MAX_CHAT
 from tests.conftest import UNLIMITED, ServerProcess, start_server
 
 HEAD_TIMEOUT_S = 3.0
@@ -345,15 +347,24 @@ def read_frames(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
 async def test_a_client_that_stops_reading_gets_a_1013_close_frame(strict_server) -> None:
     """A client sends many requests with big answers and reads nothing. Once the node gives
     up on it (after KIBITZ_SLOW_CLIENT_S), it appends a 1013 close frame after whole frames;
-    a client that reads again a few seconds later gets every frame whole, then the close."""
+    a client that reads again a few seconds later gets every frame whole, then the close.
+
+    The answers must outgrow the kernel's buffers, or the node never feels the client stop:
+    a loopback socket's send buffer grows to 4 MB (``tcp_wmem``), and the client's receive
+    buffer is set small. Each ``watch`` answer carries the room's whole spectator chat (its
+    KEPT lines of MAX_CHAT characters, about 37 KB), and 400 of them are asked for: about
+    15 MB, over three times what the kernel can hold."""
     server = strict_server
     async with await KibitzClient.open(server.http_url) as a:
         room = (await a.create("tictactoe", seat=0))["room"]
-        for _ in range(10):  # long spectator lines, so that each ``watch`` answer is big
+
+        async def talk() -> None:  # one connection says its RATE_LINES longest lines
             async with await KibitzClient.open(server.http_url) as talker:
                 await talker.watch(room)
-                for _ in range(5):
-                    await talker.chat(room, "y" * 300)
+                for _ in range(RATE_LINES):
+                    await talker.chat(room, "y" * MAX_CHAT)
+
+        await asyncio.gather(*(talk() for _ in range(-(-KEPT // RATE_LINES))))
     sock = connect(server, rcvbuf=4096)
     try:
         host, port = address(server)
@@ -364,14 +375,14 @@ async def test_a_client_that_stops_reading_gets_a_1013_close_frame(strict_server
         assert head.startswith(b"HTTP/1.1 101")
         watch = json.dumps({"type": "watch", "room": room}).encode()
         frame = Frame(Opcode.TEXT, watch).serialize(mask=True, extensions=[])
-        sock.sendall(frame * 300)  # and from here on, read nothing
+        sock.sendall(frame * 400)  # and from here on, read nothing
         before = len(server.log)
         deadline = time.monotonic() + 20
         while not any("stopped reading" in entry for entry in server.log[before:]):
             assert time.monotonic() < deadline, "the node never gave up on the client"
             await asyncio.sleep(0.2)
         await asyncio.sleep(4.0)  # longer than the 2 s the closing handshake used to get
-        data = await asyncio.to_thread(read_all, sock, 10.0)
+        data = await asyncio.to_thread(read_until_close_frame, sock, 10.0)
     finally:
         sock.close()
     frames, rest = read_frames(data)
@@ -379,6 +390,30 @@ async def test_a_client_that_stops_reading_gets_a_1013_close_frame(strict_server
     assert frames and frames[-1][0] == Opcode.CLOSE, [op for op, _ in frames[-3:]]
     assert struct.unpack("!H", frames[-1][1][:2])[0] == 1013
     assert all(op == Opcode.TEXT for op, _ in frames[:-1])
+
+
+def read_until_close_frame(sock: socket.socket, timeout: float) -> bytes:
+    """Everything the server sends until it closes the connection (bounded in time),
+    answering its close frame as soon as that has come whole (so the server ends the
+    connection then, not when its closing handshake times out)."""
+    sock.settimeout(timeout)
+    chunks: list[bytes] = []
+    rest, answered = b"", False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        frames, rest = read_frames(rest + chunk)
+        if not answered and any(opcode == Opcode.CLOSE for opcode, _ in frames):
+            close = Frame(Opcode.CLOSE, struct.pack("!H", 1000))
+            sock.sendall(close.serialize(mask=True, extensions=[]))
+            answered = True
+    return b"".join(chunks)
 
 
 # -- configuration ----------------------------------------------------------------------------

@@ -495,7 +495,7 @@ async def test_claim_after_a_disconnect(redis_server) -> None:
 @pytest.mark.asyncio
 async def test_the_players_of_a_dead_node_are_gone_and_claimed_against(redis_server) -> None:
     """No goodbye from a killed node: the others notice it stopped beating, and tell."""
-    from tests.conftest import start_server
+    from tests.conftest import expire_heartbeat, node_name, start_server
 
     node1 = start_server(redis_server.url)
     node2 = start_server(redis_server.url, extra_env={"KIBITZ_CLAIM_AFTER_MS": "1000"})
@@ -508,10 +508,12 @@ async def test_the_players_of_a_dead_node_are_gone_and_claimed_against(redis_ser
         await b.join(room)
         await a.move(room, "5")
         await b.wait_state(room, lambda s: len(s["moves"]) == 1)
+        dead = node_name(node1)
         killed_at = time.time() * 1000
         node1.process.kill()
         node1.process.wait()
-        # Its heartbeat lapses after 15 s; the next beat of node 2 announces it.
+        # Its heartbeat lapses (at once here, not after 15 s); node 2's next beat tells.
+        expire_heartbeat(redis_server.url, dead)
         gone = await b.wait_state(room, lambda s: s["seats"][0]["gone_ms"] is not None, 40)
         assert gone["event"]["kind"] == "presence" and gone["seats"][0]["connected"] is False
         assert gone["seats"][0]["gone_ms"] >= killed_at

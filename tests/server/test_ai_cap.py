@@ -31,9 +31,9 @@ import pytest
 
 from kibitz.client.connection import KibitzClient, new_player_key
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.store import AI_GAMES_KEPT, AI_GAMES_LISTED, NODE_TTL_S
+from kibitz.shared.bus.store import AI_GAMES_KEPT, AI_GAMES_LISTED
 from kibitz.shared.protocol.client_in import player_id
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess, expire_heartbeat, node_name, start_server
 from tests.server.accounts.web import signup
 
 pytestmark = pytest.mark.asyncio
@@ -178,27 +178,36 @@ async def test_games_left_past_the_grace_do_not_block_a_new_one(brief: ServerPro
         assert left[1] in refused(await create_ai(again))
 
 
-async def test_games_left_are_kept_only_up_to_a_bound(brief: ServerProcess) -> None:
+async def test_games_left_are_kept_only_up_to_a_bound(own_redis: EmbeddedRedis) -> None:
     """Leaving games is no way around the cap: an owner keeps at most AI_GAMES_KEPT
     unfinished ones in all (the sweeper ends the left ones after a day), and past that
-    the refusal names some of them, at most AI_GAMES_LISTED."""
-    left: list[str] = []
-    tokens: dict[str, str] = {}
-    for _ in range(AI_GAMES_KEPT // CAP):  # CAP at a time, left for the grace
-        async with await client(brief, "127.0.0.90") as player:
-            left += await open_games(player, CAP)
-            tokens |= {room: token for room, (_seat, token) in player.tokens.items()}
-        await asyncio.sleep(GRACE_S + 0.3)
-    async with await client(brief, "127.0.0.90") as again:
-        reply = await create_ai(again)
-        named = refused(reply)
-        assert len(named) == AI_GAMES_LISTED and set(named) <= set(left)
-        assert f"{AI_GAMES_KEPT} unfinished games" in reply["message"]
-        # One ended makes room for one more.
-        again.tokens[named[0]] = (0, tokens[named[0]])
-        await again.resume(named[0], token=tokens[named[0]])
-        await again.resign(named[0])
-        assert (await create_ai(again))["type"] == "seat"
+    the refusal names some of them, at most AI_GAMES_LISTED. On a node of its own whose
+    cap is half AI_GAMES_KEPT, so that two rounds of leaving games reach the bound (with
+    the module's CAP it takes eight, each waiting out the grace)."""
+    wide = AI_GAMES_KEPT // 2
+    env = {"KIBITZ_MAX_AI_GAMES_PER_ADDRESS": str(wide), "KIBITZ_AI_GAME_GRACE": str(GRACE_S)}
+    node = start_server(own_redis.url, extra_env=env)
+    try:
+        left: list[str] = []
+        tokens: dict[str, str] = {}
+        for _ in range(AI_GAMES_KEPT // wide):  # ``wide`` at a time, left for the grace
+            for _ in range(wide // CAP):  # CAP rooms a connection (it may create 20 a minute)
+                async with await client(node, "127.0.0.90") as player:
+                    left += await open_games(player, CAP)
+                    tokens |= {room: token for room, (_seat, token) in player.tokens.items()}
+            await asyncio.sleep(GRACE_S + 0.3)
+        async with await client(node, "127.0.0.90") as again:
+            reply = await create_ai(again)
+            named = refused(reply)
+            assert len(named) == AI_GAMES_LISTED and set(named) <= set(left)
+            assert f"{AI_GAMES_KEPT} unfinished games" in reply["message"]
+            # One ended makes room for one more.
+            again.tokens[named[0]] = (0, tokens[named[0]])
+            await again.resume(named[0], token=tokens[named[0]])
+            await again.resign(named[0])
+            assert (await create_ai(again))["type"] == "seat"
+    finally:
+        node.stop()
 
 
 async def test_games_on_a_node_that_died_count_again_once_resumed(
@@ -206,8 +215,9 @@ async def test_games_on_a_node_that_died_count_again_once_resumed(
 ) -> None:
     """A node dies with a player's connections: nobody records their departure, and the
     games they played there stop counting once the node's heartbeat has expired (the
-    player is no longer connected to them anywhere); resumed on another node, one counts
-    again."""
+    player is no longer connected to them anywhere), not before; resumed on another node,
+    one counts again. The expiry is brought forward (``expire_heartbeat``) rather than
+    waited for."""
     folder = tmp_path_factory.mktemp("ai-cap-died")
     redis = EmbeddedRedis(folder / "redis", persist=False).start()
     env = {"KIBITZ_MAX_AI_GAMES_PER_ADDRESS": "2"}
@@ -216,6 +226,7 @@ async def test_games_on_a_node_that_died_count_again_once_resumed(
         for _ in range(2):
             nodes.append(start_server(redis.url, extra_env=env))
         dying, staying = nodes
+        dead = node_name(dying)
         player = await client(dying, "127.0.0.91")
         rooms = await open_games(player, 2)
         tokens = {room: player.tokens[room][1] for room in rooms}
@@ -223,14 +234,15 @@ async def test_games_on_a_node_that_died_count_again_once_resumed(
             assert sorted(refused(await create_ai(other))) == sorted(rooms)
             dying.process.kill()
             dying.process.wait()
-            died = time.monotonic()
+            # While the dead node's heartbeat lives, its games still count...
+            assert sorted(refused(await create_ai(other))) == sorted(rooms)
+            expire_heartbeat(redis.url, dead)
 
             async def admitted() -> str | None:
                 reply = await create_ai(other)
                 return reply["room"] if reply["type"] == "seat" else None
 
-            fresh = await eventually(admitted, NODE_TTL_S + 10, every_s=2.0)
-            assert time.monotonic() - died >= NODE_TTL_S - 6  # its heartbeat expired first
+            fresh = await eventually(admitted, 10, every_s=0.5)  # ...and then no longer
             other.tokens[rooms[0]] = (0, tokens[rooms[0]])
             await other.resume(rooms[0], token=tokens[rooms[0]])
             assert sorted(refused(await create_ai(other))) == sorted([rooms[0], fresh])

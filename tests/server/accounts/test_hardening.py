@@ -77,37 +77,36 @@ async def expired(client: KibitzClient) -> None:
 
 
 async def test_a_socket_stops_acting_for_a_revoked_token(node: ServerProcess) -> None:
-    web = Web(node.http_url)
-    await web.signup()
-    made = await web.post("/api/tokens", {"scopes": ["play"]})
+    """A socket signed in with a token that is then revoked is refused ``auth/expired`` and
+    closed past RECHECK_S; so is one whose session then logs out everywhere, while one whose
+    session lives on still acts for its account. The three sockets are open at once, so
+    that one wait of RECHECK_S serves all three."""
+    revoked, logged_out, live = Web(node.http_url), Web(node.http_url), Web(node.http_url)
+    await revoked.signup()
+    await logged_out.signup()
+    account = (await live.signup()).body["account"]
+    made = await revoked.post("/api/tokens", {"scopes": ["play"]})
     bearer = {"Authorization": f"Bearer {made.body['token']}"}
-    async with await KibitzClient.open(node.http_url, additional_headers=bearer) as client:
-        await client.create("tictactoe", seat=0)
-        assert (await web.call("DELETE", f"/api/tokens/{made.body['id']}")).status == 200
+    async with (
+        await KibitzClient.open(node.http_url, additional_headers=bearer) as by_token,
+        await KibitzClient.open(node.http_url, additional_headers=cookie(logged_out)) as gone,
+        await KibitzClient.open(node.http_url, additional_headers=cookie(live)) as staying,
+    ):
+        await by_token.create("tictactoe", seat=0)
+        await gone.create("tictactoe", seat=0)
+        assert (await revoked.call("DELETE", f"/api/tokens/{made.body['id']}")).status == 200
+        assert (await logged_out.post("/api/auth/logout-all")).status == 200
         await asyncio.sleep(RECHECK_S + 0.5)
-        await expired(client)
-
-
-async def test_a_socket_stops_acting_after_log_out_everywhere(node: ServerProcess) -> None:
-    web = Web(node.http_url)
-    await web.signup()
-    cookie = {"Cookie": f"kibitz_session={web.cookie}"}
-    async with await KibitzClient.open(node.http_url, additional_headers=cookie) as client:
-        await client.create("tictactoe", seat=0)
-        assert (await web.post("/api/auth/logout-all")).status == 200
-        await asyncio.sleep(RECHECK_S + 0.5)
-        await expired(client)
-
-
-async def test_a_socket_of_a_live_session_keeps_acting(node: ServerProcess) -> None:
-    web = Web(node.http_url)
-    account = (await web.signup()).body["account"]
-    cookie = {"Cookie": f"kibitz_session={web.cookie}"}
-    async with await KibitzClient.open(node.http_url, additional_headers=cookie) as client:
-        await asyncio.sleep(RECHECK_S + 0.5)
-        await client.create("tictactoe", seat=0)
-        state = await client.next_message(lambda m: m.get("type") == "state")
+        await expired(by_token)
+        await expired(gone)
+        await staying.create("tictactoe", seat=0)
+        state = await staying.next_message(lambda m: m.get("type") == "state")
     assert state["seats"][0]["player"] == account["player"]
+
+
+def cookie(web: Web) -> dict[str, str]:
+    """The headers of a socket signed in with ``web``'s session."""
+    return {"Cookie": f"kibitz_session={web.cookie}"}
 
 
 async def test_only_a_real_bearer_token_skips_the_cross_site_check(node: ServerProcess) -> None:

@@ -431,13 +431,18 @@ async def test_the_leaderboard_over_http(site: Site) -> None:
     status, body, headers = await get(f"{site.url}/api/leaderboard/chess/blitz")
     assert status == 200, body
     assert (body["game"], body["speed"], body["days"]) == ("chess", "blitz", 30)
-    assert [p["username"] for p in body["players"]] == BLITZ_BOARD
+    # People only by default; the bot is ranked in the bots' own list.
+    assert [p["username"] for p in body["players"]] == [n for n in BLITZ_BOARD if n != "botty"]
+    assert body["bots"] is False
     assert set(body["players"][0]) == {"rank", "username", "rating", "rd", "games", "bot"}
     assert "max-age" in headers["Cache-Control"]
     _, body, _ = await get(f"{site.url}/api/leaderboard/chess/blitz?days=60&limit=2")
     assert [p["username"] for p in body["players"]] == ["inactive", "Top"]
     _, body, _ = await get(f"{site.url}/api/leaderboard/chess/blitz?days=9999&limit=500")
-    assert body["days"] == 365 and len(body["players"]) == 7  # both clamped, not refused
+    assert body["days"] == 365 and len(body["players"]) == 6  # both clamped, not refused
+    _, body, _ = await get(f"{site.url}/api/leaderboard/chess/blitz?bots=1")
+    assert [p["username"] for p in body["players"]] == ["botty"] and body["bots"] is True
+    assert body["players"][0]["rank"] == 1 and body["players"][0]["bot"] is True
     # Ann's and Bob's three games leave them provisional: on no board.
     _, body, _ = await get(f"{site.url}/api/leaderboard/othello/timed")
     assert body["players"] == []

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 
 from kibitz.client.connection import KibitzClient, ServerError
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess, expire_heartbeat, node_name, start_server
 
 pytestmark = pytest.mark.asyncio
 
@@ -209,8 +209,9 @@ async def test_pushes_are_throttled(nodes) -> None:
 
 async def test_a_dead_nodes_seeks_stop_counting(nodes, redis_server) -> None:
     """A node killed outright cannot withdraw its seeks: they stop counting once its
-    heartbeat expires (15 s), and the lobby elsewhere drops them."""
+    heartbeat expires (15 s; brought forward here), and the lobby elsewhere drops them."""
     doomed = start_server(redis_server.url)
+    dead = node_name(doomed)
     try:
         creator = await KibitzClient.open(doomed.http_url)
         seek = await creator.seek("tictactoe")
@@ -219,6 +220,7 @@ async def test_a_dead_nodes_seeks_stop_counting(nodes, redis_server) -> None:
             assert seek["id"] in [s["id"] for s in first["seeks"]]
             doomed.process.kill()  # no goodbye: SIGKILL
             doomed.process.wait()
+            expire_heartbeat(redis_server.url, dead)
             gone = await watcher.next_message(
                 lambda m: m["type"] == "lobby" and all(s["id"] != seek["id"] for s in m["seeks"]),
                 timeout=30,
