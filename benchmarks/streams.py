@@ -1,6 +1,7 @@
 """``kibitz bench streams``: what open event streams (``GET /api/stream/event``) cost a node.
 
-(Also ``python -m kibitz.benchmarks.streams [--streams N] [--idle-s S] [--max-kb K]``.)
+(Also ``python -m kibitz.benchmarks.streams [--streams N | --game-streams N] [--idle-s S]
+[--max-kb K]``.)
 
 A private Redis and one ``kibitz serve`` node on loopback, its database prepared
 beforehand with enough accounts and ``play`` tokens (one stream per token: a second
@@ -18,6 +19,14 @@ It checks every stream answered 200 and got its keep-alive lines (read as they c
 then prints one line per figure and, last, JSON: ``{"bench": "streams", "streams",
 "rss_before_kb", "rss_after_kb", "per_stream_kb", "cpu_idle_base_pct",
 "cpu_idle_streams_pct", "keepalives", "ok"}``; ``ok``: at most ``--max-kb`` per stream.
+
+With ``--game-streams N`` it measures game streams (``GET /api/board/game/stream/{id}``)
+instead, the same way: the database is given accounts with one ``play`` token each
+(GAME_STREAMS_PER_ACCOUNT streams an account, under its 60 a minute), seated in pairs in
+chess rooms over the WebSocket (each room made and joined with the two tokens, then the
+sockets closed), and each account opens its streams on its own room: every stream is a
+follower of its room's hub (server/botapi/games.py), served by aiohttp. The JSON's
+``bench`` is then ``game-streams`` (``--max-kb`` defaults to 100 there).
 """
 
 from __future__ import annotations
@@ -45,11 +54,15 @@ TOKENS_PER_ACCOUNT = 20
 #: that whatever a burst of handshakes grows once (the database's and Redis's pools) has
 #: grown before the measure.
 AT_ONCE = WARM_STREAMS = 50
+#: Game streams one account opens (an account opens at most 60 a minute).
+GAME_STREAMS_PER_ACCOUNT = 20
+EVENT_PATH = "/api/stream/event"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "streams", help="memory and idle CPU of 1,000 open event streams on one node"
+        "streams",
+        help="memory and idle CPU of 1,000 open event streams of the Bot API on one node",
     )
     parser.add_argument(
         "--streams", type=int, default=1000, help="event streams to open (more than 50)"
@@ -58,8 +71,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--idle-s", type=float, default=30.0, help="how long CPU is measured (each span)"
     )
     parser.add_argument(
-        "--max-kb", type=float, default=10.0, help="the bound per stream (default: %(default)s)"
+        "--max-kb",
+        type=float,
+        default=None,
+        help="the bound per stream (default: 10, or 100 with --game-streams)",
     )
+    parser.add_argument(
+        "--game-streams", type=int, default=0,
+        help="measure this many game streams (more than 50) instead of event streams",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -104,6 +124,55 @@ async def make_tokens(database_url: str, count: int) -> list[str]:
         await archive.close()
 
 
+async def make_players(database_url: str, count: int) -> list[str]:
+    """One ``play`` token each of ``count`` fresh accounts, written straight into the
+    node's database before it starts."""
+    from kibitz.server.accounts.service import AccountService
+    from kibitz.server.archive.database import Archive
+
+    archive = await Archive.open(database_url)
+    try:
+        service = AccountService(archive.engine)
+        tokens: list[str] = []
+        for _ in range(count):
+            account = await service.create("g" + uuid.uuid4().hex[:12], None)
+            tokens.append((await service.tokens.create(account, "bench", ("play",)))[0])
+        return tokens
+    finally:
+        await archive.close()
+
+
+async def seat_pairs(url: str, tokens: list[str]) -> list[tuple[str, str]]:
+    """Seat the accounts of ``tokens`` two by two in chess rooms over the WebSocket (the
+    first creates, the second joins; then both sockets close): ``(token, room)`` each."""
+    seated: list[tuple[str, str]] = []
+    async with aiohttp.ClientSession() as session:
+        for white, black in zip(tokens[::2], tokens[1::2], strict=True):
+            sockets = [
+                await session.ws_connect(url + "/ws", headers={"Authorization": f"Bearer {t}"})
+                for t in (white, black)
+            ]
+            try:
+                room = await _ask(sockets[0], type="create", game="chess", opponent="human", seat=0)
+                await _ask(sockets[1], type="join", room=room)
+            finally:
+                for ws in sockets:
+                    await ws.close()
+            seated += [(white, room), (black, room)]
+    return seated
+
+
+async def _ask(ws: aiohttp.ClientWebSocketResponse, **message: Any) -> str:
+    """Send ``message``; the room of its ``seat`` answer."""
+    await ws.send_json({**message, "rid": 1})
+    while True:
+        reply = await asyncio.wait_for(ws.receive_json(), 30)
+        if reply.get("type") == "error":
+            raise RuntimeError(f"refused: {reply}")
+        if reply.get("type") == "seat" and reply.get("rid") == 1:
+            return str(reply["room"])
+
+
 class Streams:
     """Event streams held open by this process, their keep-alive lines counted."""
 
@@ -118,17 +187,17 @@ class Streams:
         self.kept_alive = 0  # streams that got a keep-alive line
         self.ended = 0
 
-    async def open(self, token: str) -> None:
+    async def open(self, token: str, path: str = EVENT_PATH) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        response = await self.session.get(self.url + "/api/stream/event", headers=headers)
+        response = await self.session.get(self.url + path, headers=headers)
         if response.status != 200:
             raise RuntimeError(f"stream refused: {response.status} {await response.text()}")
         self.readers.append(asyncio.create_task(self._read(response)))
 
-    async def open_all(self, tokens: list[str], at_once: int = AT_ONCE) -> None:
-        """A stream for each of ``tokens``, ``at_once`` handshakes at a time."""
-        for i in range(0, len(tokens), at_once):
-            await asyncio.gather(*(self.open(token) for token in tokens[i : i + at_once]))
+    async def open_all(self, targets: list[tuple[str, str]], at_once: int = AT_ONCE) -> None:
+        """A stream for each ``(token, path)``, ``at_once`` handshakes at a time."""
+        for i in range(0, len(targets), at_once):
+            await asyncio.gather(*(self.open(*target) for target in targets[i : i + at_once]))
 
     async def _read(self, response: aiohttp.ClientResponse) -> None:
         first = True
@@ -154,16 +223,25 @@ class Streams:
 async def measure(
     url: str, pid: int, tokens: list[str], args: argparse.Namespace
 ) -> dict[str, Any]:
-    """Open ``args.streams`` streams: WARM_STREAMS first (the code paths, pools and
-    buffers every stream uses), then the others, measured: the memory they add, and the
-    CPU with and without them."""
+    """Open ``args.streams`` streams (event streams, one a token; or, with
+    ``args.game_streams``, game streams on the rooms of the accounts of ``tokens``):
+    WARM_STREAMS first (the code paths, pools and buffers every stream uses), then the
+    others, measured: the memory they add, and the CPU with and without them."""
+    if args.game_streams:
+        seated = await seat_pairs(url, tokens)
+        targets = [
+            (token, f"/api/board/game/stream/{room}")
+            for token, room in seated for _ in range(GAME_STREAMS_PER_ACCOUNT)
+        ][: args.streams]  # fmt: skip
+    else:
+        targets = [(token, EVENT_PATH) for token in tokens]
     streams = Streams(url)
     try:
-        await streams.open_all(tokens[:WARM_STREAMS])
+        await streams.open_all(targets[:WARM_STREAMS])
         await asyncio.sleep(1.0)
         base_cpu = await idle_cpu_pct(pid, args.idle_s)
         before = rss_kb(pid)
-        await streams.open_all(tokens[WARM_STREAMS : args.streams])
+        await streams.open_all(targets[WARM_STREAMS : args.streams])
         await asyncio.sleep(1.0)
         after = rss_kb(pid)
         streams_cpu = await idle_cpu_pct(pid, args.idle_s)
@@ -175,7 +253,7 @@ async def measure(
         await streams.close()
     per_stream = round((after - before) / (args.streams - WARM_STREAMS), 2)
     return {
-        "bench": "streams",
+        "bench": "game-streams" if args.game_streams else "streams",
         "streams": args.streams,
         "open_after_idle": open_now,
         "rss_before_kb": before,
@@ -198,9 +276,18 @@ def run(args: argparse.Namespace) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = min(hard, max(soft, 2 * args.streams + 256))
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))  # the node inherits it
+    if args.game_streams:
+        args.streams = args.game_streams
+        players = -(-args.streams // GAME_STREAMS_PER_ACCOUNT)
+        players += players % 2  # seated two by two
+    if args.max_kb is None:
+        args.max_kb = 100.0 if args.game_streams else 10.0
     with tempfile.TemporaryDirectory() as tmp, EmbeddedRedis(tmp, persist=False) as redis:
         database = f"sqlite:///{Path(tmp) / 'games.sqlite3'}"
-        tokens = asyncio.run(make_tokens(database, args.streams))
+        if args.game_streams:
+            tokens = asyncio.run(make_players(database, players))
+        else:
+            tokens = asyncio.run(make_tokens(database, args.streams))
         process, url, _output = spawn_server(
             ["--port", "0", "--redis", redis.url, "--workers", "0", "--data-dir", tmp,
              "--database", database, "--max-connections-per-address", "100000"]
@@ -212,8 +299,9 @@ def run(args: argparse.Namespace) -> int:
         finally:
             process.terminate()
             process.wait(timeout=15)
+    kind = "game" if args.game_streams else "event"
     print(
-        f"{result['streams']} event streams: RSS {result['rss_before_kb']} KB -> "
+        f"{result['streams']} {kind} streams: RSS {result['rss_before_kb']} KB -> "
         f"{result['rss_after_kb']} KB, {result['per_stream_kb']} KB per stream"
     )
     print(
@@ -226,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    """``python -m kibitz.benchmarks.streams [--streams N] [--idle-s S]``."""
+    """``python -m kibitz.benchmarks.streams [--streams N | --game-streams N] [--idle-s S]``."""
     parser = argparse.ArgumentParser(prog="kibitz bench")
     register(parser.add_subparsers(dest="benchmark", required=True))
     args = parser.parse_args(["streams", *sys.argv[1:]])

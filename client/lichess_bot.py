@@ -524,7 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_think_s=args.max_think,
         greeting=args.greeting,
     )
-    signal.signal(signal.SIGTERM, raise_interrupt)  # SIGTERM stops it as SIGINT does
+    # SIGTERM stops it as SIGINT does; SIGINT set too, as a shell may start us ignoring it.
+    signal.signal(signal.SIGINT, raise_interrupt)
+    signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         try:
             bot.sign_in()

@@ -16,6 +16,8 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from aiohttp import web
 
@@ -123,6 +125,7 @@ RESTARTS: dict[str, Backoff] = {
     "deadlines": Backoff(0.1, 1.0),
     "lobby": Backoff(PUSH_INTERVAL_S, 2.0),
     "pool": Backoff(0.5, 2.0),  # players waiting to be paired
+    "event-streams": Backoff(0.5, 2.0),  # the Bot API's keep-alive lines and online beats
     # Finished games and analyses: their entries wait, pending, in Redis meanwhile.
     "archiver": Backoff(0.5, 5.0),
     "analysis": Backoff(0.5, 5.0),
@@ -240,10 +243,14 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     supervisor = app[SUPERVISOR_KEY]
     hub.channels[SEEKS_CHANNEL] = seeks.on_event
     hub.channels[POOL_CHANNEL] = pool.on_event
+
     # The event streams of lichess's API: their channel, their keep-alive loop.
-    botapi.events.start(app, hub, lambda name, body: supervisor.start(name, body))
+    def spawn(name: str, body: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        supervisor.start(name, body, RESTARTS.get(name))
+
+    botapi.events.start(app, hub, spawn)
     app[EDGE_HANDOVER_KEY] = (botapi.events.is_event_stream, botapi.events.take_over)
-    await hub.start(lambda name, body: supervisor.start(name, body, RESTARTS.get(name)))
+    await hub.start(spawn)
     m = app[METRICS_KEY]
     archiver = Archiver(
         redis, service, archive, chat_log, node, lifetimes, config.archive_delay_ms / 1000,

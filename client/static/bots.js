@@ -297,10 +297,10 @@ async function cancelChallenge() {
   if (panel.challenge === challenge) finish("canceled");
 }
 
-function finish(phase, reason = undefined) {
+function finish(phase, why = null) {
   if (!panel.challenge) return;
   const next = { ...panel.challenge, phase };
-  if (reason !== undefined) next.reason = reason;
+  if (why) next.reason = why;
   setChallenge(next);
 }
 

@@ -365,8 +365,9 @@ async function refreshRooms() {
 const FULL_MOVE_GAMES = new Set(["chess", "draughts"]);
 
 /**
- * "Ann vs Bob · 3+2 · move 7 · 4 watching" ("5 moves played" in games where a ply is a move),
- * as text and nodes (a bot's name carries its BOT badge).
+ * "Ann vs Bob · 3+2 · move 7 · 4 watching" ("5 moves played" in games where a ply is a move):
+ * the players as one text, a BOT badge after it for each bot seat, then the other facts.
+ * Each is one whole phrase of the catalogue (the " · " before the facts is drawn by CSS).
  */
 function roomFacts(room, names) {
   const parts = [];
@@ -378,24 +379,18 @@ function roomFacts(room, names) {
       : t("lobby.rooms.plies", { n: plies }),
   );
   if (room.spectators) parts.push(t("lobby.rooms.watching", { n: room.spectators }));
-  return [...playersFacts(names), ...parts.map((part) => ` · ${part}`)];
+  const players = names.length === 2 ? t("common.vs", { a: names[0], b: names[1] }) : names.join(", ");
+  const bots = (room.seats || []).filter((seat) => seat && seat.kind !== "ai" && seat.taken && seat.bot);
+  return [players, ...bots.map(() => botBadge(true)), el("span", { class: "room-facts" }, [parts.join(" · ")])];
 }
 
-/** "Ann vs Bob" with each name a node, or the names one after another. */
-function playersFacts(names) {
-  if (names.length !== 2) return names.flatMap((name, i) => (i ? [", ", name] : [name]));
-  // The words around the names from the catalogue, the names put in as they are.
-  const pattern = t("common.vs", { a: "\u0000a\u0000", b: "\u0000b\u0000" });
-  return pattern.split("\u0000").map((part) => (part === "a" ? names[0] : part === "b" ? names[1] : part));
-}
-
-/** A seat of a live game: the computer's level, "open", or the player (BOT badge, rating). */
+/** A seat of a live game: the computer's level, "open", or the player and their rating. */
 function seatLabel(seat, player, gameName) {
   if (!seat) return player;
   if (seat.kind === "ai") return aiSeatText(gameName, seat);
   if (!seat.taken) return t("lobby.rooms.open", { side: player });
   const rating = ratingText(seat.rating, seat.provisional);
-  return el("span", {}, [seat.account || seat.name || player, botBadge(seat.bot), rating ? ` ${rating}` : null]);
+  return `${seat.account || seat.name || player}${rating ? ` ${rating}` : ""}`;
 }
 
 /** The seats kept in this browser in games not known to be over, newest first. */

@@ -9,6 +9,7 @@ claims, chat, archive and ratings are those of every room.
 - formats.py: kibitz's rooms and challenges in lichess's JSON shapes (pure);
 - users.py, account_routes.py: accounts, users, bots online, game export;
 - events.py: ``/api/stream/event``, one stream per token, and what feeds it;
+- credentials.py: which open streams' credentials still hold, in one read;
 - challenges.py, seek.py: challenges and board seeks, which make rooms;
 - games.py: the per-game streams and actions of the Bot and Board APIs.
 """

@@ -11,8 +11,10 @@ rooms they make.
 - ``POST /api/challenge/{id}/accept`` (the destination): makes the room (id = the
   challenge's), both players seated, and keeps both seats' tokens (``SeatKeys``) so the
   API can play for them; the players' event streams get ``gameStart`` from the commit.
-- ``POST /api/challenge/{id}/decline`` (the destination; ``reason`` a lichess reason key)
-  and ``/cancel`` (the challenger): the other side's event stream is told.
+- ``POST /api/challenge/{id}/decline`` (the destination; ``reason`` a lichess reason key):
+  the challenger's event stream is told; ``/cancel`` (the challenger): both sides' are.
+  The line that decides a challenge reaches its challenger (``challengeDeclined``,
+  ``challengeCanceled``, the room's ``gameStart``), which wakes its keep-alive request.
 - ``GET /api/challenge``: the account's open challenges, ``{"in": [...], "out": [...]}``.
 - ``GET /api/rooms/{id}/seat`` (ours): the caller's seat in a room and its token, for the
   browser to enter a room a challenge made.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from asyncio import FIRST_COMPLETED
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +48,7 @@ from kibitz.server.botapi import formats
 from kibitz.server.botapi.errors import (
     api_account,
     api_error,
+    identify,
     limit,
     ok,
     refuse_banned,
@@ -54,6 +58,7 @@ from kibitz.server.botapi.events import (
     CHALLENGE_LINES_KEY,
     EVENT_STREAMS_KEY,
     NDJSON,
+    OUTCOMES,
     Stream,
     encode,
 )
@@ -83,12 +88,16 @@ log = logging.getLogger(__name__)
 
 #: Challenges an account may make a minute (lichess's own limit is of this order).
 CHALLENGES_PER_MINUTE = 30
-#: How often a ``keepAliveStream`` request looks at its challenge (s), and after how many
-#: looks it renews the challenge (which outlives it by KEEP_ALIVE_TTL_MS).
+#: How often a ``keepAliveStream`` request looks whether its client is still there (s):
+#: a look at its transport, no I/O. Its outcome wakes it (the line that decides the
+#: challenge, through the node's stream registry).
 POLL_S = 1.0
-RENEW_POLLS = 5
-#: How long a keep-alive stream waits, once its challenge is accepted, for the room's
-#: seat keys (the acceptor stores them just after the room): then ``done`` regardless.
+#: Every this many looks the request renews its challenge (which outlives it by
+#: KEEP_ALIVE_TTL_MS, 20 s) and, should the renewal find it decided (a line lost while
+#: the node's subscription was down, or the record expired), reads its outcome.
+RENEW_POLLS = 10
+#: How long a keep-alive stream that read its challenge accepted waits for the room's
+#: seat keys (the acceptor stores them just before the room): then ``done`` regardless.
 READY_WAIT_POLLS = 10
 COMPAT = {"bot": True, "board": True}
 #: The most digits a whole-number field may have (kibitz's clocks need far fewer).
@@ -274,7 +283,7 @@ def user_record(holder: SeatAccount) -> dict[str, Any]:
 
 async def create(request: web.Request) -> web.StreamResponse:
     """``POST /api/challenge/{username}``."""
-    account = await api_account(request)
+    account, credential = await identify(request.app, request.headers, "play")
     await limit(request, account, "challenge", CHALLENGES_PER_MINUTE, 60)
     fields = await request_fields(request)
     username = request.match_info["username"]
@@ -317,13 +326,21 @@ async def create(request: web.Request) -> web.StreamResponse:
         record = await _publish(request, await _store(request, record, OPEN_TTL_MS))
         return web.json_response(challenge_json(record, public_origin(request)))
     registry = request.app[EVENT_STREAMS_KEY]
-    stream = Stream(request, web.StreamResponse(headers={"Content-Type": NDJSON}), "challenge")
+    response = web.StreamResponse(headers={"Content-Type": NDJSON})
+    stream = Stream(request, response, "challenge", credential=credential)
     registry.add_keepalive(stream)  # past the node's bound: 429, nothing stored
+    decided: asyncio.Future[dict[str, Any]] | None = None
     try:
-        record = await _publish(request, await _store(request, record, KEEP_ALIVE_TTL_MS))
+        record = await _store(request, record, KEEP_ALIVE_TTL_MS)
+        # Waiting before anyone is told of it: no outcome can come first.
+        decided = registry.wait_challenge(str(record["id"]), account.id)
+        record = await _publish(request, record)
         store = Challenges(request.app[REDIS_KEY])
-        return await _keep_alive(request, stream, store, record, public_origin(request))
+        origin = public_origin(request)
+        return await _keep_alive(request, stream, store, record, origin, decided)
     finally:
+        if decided is not None:
+            registry.forget_challenge(str(record["id"]), decided)
         registry.remove(stream)
 
 
@@ -364,38 +381,69 @@ async def _keep_alive(
     store: Challenges,
     record: dict[str, Any],
     origin: str,
+    decided: asyncio.Future[dict[str, Any]],
 ) -> web.StreamResponse:
     """The challenge as an NDJSON stream that lasts as long as the challenge: the
     challenge, then ``{"done": outcome}`` (the node's keep-alive loop writes an empty line
-    every few seconds meanwhile). If the client goes first (or the node drains), the
-    challenge is canceled."""
+    every few seconds meanwhile). The outcome comes with the line that decides the
+    challenge, to its maker (the node's registry resolves ``decided``:
+    ``EventStreams.wait_challenge``); every RENEW_POLLS looks the challenge is renewed,
+    and a renewal that finds it decided reads its record instead. If the client goes
+    first (or the node drains, or the maker's credential ends), the challenge is
+    canceled."""
     response = stream.response
+    challenge_id = str(record["id"])
     await response.prepare(request)
     await response.write(encode(challenge_json(record, origin)))
-    polls = waited = 0
-    challenge_id = str(record["id"])
+    either: list[asyncio.Future[Any]] = [stream.done, decided]
+    polls = 0
     while True:
-        await asyncio.wait([stream.done], timeout=POLL_S)
+        await asyncio.wait(either, timeout=POLL_S, return_when=FIRST_COMPLETED)
         if stream.done.done() or request.transport is None or request.transport.is_closing():
             await _withdraw(request, store, challenge_id, origin)
             return response
-        current = await store.get(challenge_id)
-        status = "canceled" if current is None else str(current["status"])
-        if status == "accepted" and current is not None and not current.get("ready"):
-            waited += 1
-            if waited < READY_WAIT_POLLS:
-                continue  # the room is being made
-        if status != "created":
-            done: dict[str, Any] = {"done": status}
-            if current is not None and current.get("decline_reason"):
-                shown = challenge_json(current, origin)
-                done["declineReason"] = shown["declineReason"]
-                done["declineReasonKey"] = shown["declineReasonKey"]
+        done = _outcome_of_line(decided.result()) if decided.done() else None
+        polls += 1
+        renew = done is None and polls % RENEW_POLLS == 0
+        if renew and not await store.refresh(challenge_id, now_ms()):
+            done = await _outcome_of_record(store, challenge_id, origin)
+        if done is not None:
             await _write(response, encode(done))
             return response
-        polls += 1
-        if polls % RENEW_POLLS == 0:
-            await store.refresh(challenge_id, now_ms())
+
+
+def _outcome_of_line(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``done`` line of the event line that decided a challenge (events.OUTCOMES):
+    a ``gameStart`` of its room is sent once the room is made, its seats' keys stored
+    before it (so ``accepted`` at once), a ``challengeDeclined`` carries the reason."""
+    done: dict[str, Any] = {"done": OUTCOMES[str(line["type"])]}
+    challenge = line.get("challenge") or {}
+    if done["done"] == "declined" and "declineReasonKey" in challenge:
+        done["declineReason"] = challenge["declineReason"]
+        done["declineReasonKey"] = challenge["declineReasonKey"]
+    return done
+
+
+async def _outcome_of_record(
+    store: Challenges, challenge_id: str, origin: str
+) -> dict[str, Any] | None:
+    """The ``done`` line of a challenge read from its record (gone: ``canceled``), None
+    while it is open. An ``accepted`` one is told once the acceptor has stored the room's
+    seat keys (``ready``), waiting for it READY_WAIT_POLLS x POLL_S at most."""
+    for _ in range(READY_WAIT_POLLS):
+        current = await store.get(challenge_id)
+        status = "canceled" if current is None else str(current["status"])
+        if status != "accepted" or current is None or current.get("ready"):
+            break
+        await asyncio.sleep(POLL_S)  # the room is being made
+    if status == "created":
+        return None
+    done: dict[str, Any] = {"done": status}
+    if current is not None and current.get("decline_reason"):
+        shown = challenge_json(current, origin)
+        done["declineReason"] = shown["declineReason"]
+        done["declineReasonKey"] = shown["declineReasonKey"]
+    return done
 
 
 async def _write(response: web.StreamResponse, data: bytes) -> bool:
@@ -426,6 +474,18 @@ async def _tell(
     direction = "in" if role == "dest" else "out"
     line = {"type": kind, "challenge": challenge_json(record, origin, direction)}
     await AccountEvents(request.app[REDIS_KEY]).publish([int(record[role]["account_id"])], line)
+
+
+async def _tell_both(
+    request: web.Request, record: Mapping[str, Any], kind: str, origin: str
+) -> None:
+    """A ``kind`` line about ``record`` to both accounts' event streams (each seeing it
+    from its side), in one PUBLISH: the challenger's wakes its keep-alive request."""
+    await AccountEvents(request.app[REDIS_KEY]).publish_each([
+        (int(record[role]["account_id"]),
+         {"type": kind, "challenge": challenge_json(record, origin, direction)})
+        for role, direction in (("dest", "in"), ("challenger", "out"))
+    ])  # fmt: skip
 
 
 async def _open_record(request: web.Request, account: Account, role: str) -> dict[str, Any]:
@@ -462,7 +522,7 @@ async def accept(request: web.Request) -> web.Response:
     if challenger_account is None or banned is not None:
         canceled = await store.cancel(str(record["id"]))
         if canceled is not None:
-            await _tell(request, canceled, "challengeCanceled", "dest", origin)
+            await _tell_both(request, canceled, "challengeCanceled", origin)
         raise api_error(400, "The challenger can no longer play; the challenge is canceled")
     game, clock, rated = str(record["game"]), record.get("clock"), bool(record.get("rated"))
     challenger = await seat_of(request, challenger_account, game, clock, rated)
@@ -542,7 +602,7 @@ async def cancel(request: web.Request) -> web.Response:
     canceled = await Challenges(request.app[REDIS_KEY]).cancel(str(record["id"]))
     if canceled is None:
         raise api_error(400, "This challenge is no longer open")
-    await _tell(request, canceled, "challengeCanceled", "dest", public_origin(request))
+    await _tell_both(request, canceled, "challengeCanceled", public_origin(request))
     return ok()
 
 

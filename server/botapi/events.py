@@ -18,12 +18,19 @@ doors share :func:`begin`, :func:`hold` and :func:`end`.
 Each node keeps one :class:`EventStreams` registry: the event streams by account,
 written to without waiting (:meth:`Stream.send`, straight to the transport). One loop
 per node writes the keep-alive line to every stream (of every kind: the game, seek and
-challenge streams register theirs too) and beats the ``online`` set. A stream whose
-client is gone (its transport closing), or that has more than MAX_UNSENT bytes unsent,
-is closed. At most MAX_STREAMS
-streams of each kind per node (429 past it); one stream per credential (a newer one
-closes the older, on any node); on drain every stream is ended, so the client
-reconnects to another node.
+challenge streams register theirs too), beats the ``online`` set and, every
+CHECK_CREDENTIALS_S for each stream, looks again whether the credential it was opened
+with still holds (one batched read for all the streams due: credentials.py): a stream
+whose token was revoked, whose session ended or whose account was banned is ended. A
+stream whose client is gone (its transport closing), or that has more than MAX_UNSENT
+bytes unsent, is closed. At most MAX_STREAMS streams of each kind per node (429 past
+it); one stream per credential (a newer one closes the older, on any node); on drain
+every stream is ended, so the client reconnects to another node.
+
+The registry also wakes the ``keepAliveStream`` challenges waiting here
+(:meth:`EventStreams.wait_challenge`): the lines of the channel that decide a challenge
+(its ``challengeDeclined``, ``challengeCanceled``, or the ``gameStart`` of the room it
+became), addressed to its challenger, resolve its waiter.
 
 The commit hook :func:`announce` publishes each game's start and finish (decided in
 game_events.py) to the event streams of the accounts seated in it.
@@ -42,9 +49,12 @@ from typing import Any, NamedTuple
 from aiohttp import web
 from aiohttp.http import HttpVersion11
 from multidict import CIMultiDict
+from sqlalchemy.exc import SQLAlchemyError
 
-from kibitz.server.appkeys import LIMITS_KEY, REDIS_KEY, SERVICE_KEY, STORE_KEY
+from kibitz.server.accounts.credentials import Credential
+from kibitz.server.appkeys import ACCOUNTS_KEY, LIMITS_KEY, REDIS_KEY, SERVICE_KEY, STORE_KEY
 from kibitz.server.botapi import game_events
+from kibitz.server.botapi.credentials import live_credentials
 from kibitz.server.botapi.errors import api_error, identify, take
 from kibitz.server.botapi.users import public_origin
 from kibitz.server.domain import room as rooms
@@ -66,7 +76,22 @@ KEEPALIVE_S = 6.0
 MAX_UNSENT = 64 * 1024
 #: Event streams an account may open per minute.
 OPENS_PER_MINUTE = 60
+#: How often (s) each open stream's credential is looked at again (by the keep-alive
+#: loop, so a stream is checked within CHECK_CREDENTIALS_S + KEEPALIVE_S of the last).
+CHECK_CREDENTIALS_S = 30.0
+#: The longest the batched credential read may hold the keep-alive loop (s): past it, it
+#: counts as a failed read (the streams stay open; the next round reads again).
+CHECK_TIMEOUT_S = 5.0
 EVENT = "event"
+
+#: ``(token ids, session digests)`` -> the live ones among them (credentials.py).
+LiveCredentials = Callable[[set[int], set[str]], Awaitable[tuple[set[int], set[str]]]]
+#: The event lines that decide a challenge, and the outcome each tells its maker.
+OUTCOMES = {
+    "challengeDeclined": "declined",
+    "challengeCanceled": "canceled",
+    "gameStart": "accepted",
+}
 
 
 def now_ms() -> int:
@@ -84,9 +109,14 @@ class Stream:
     themselves on HTTP/1.0). For an aiohttp ``response`` with no compression and no
     content length (every API stream), or (``response`` None) a connection the node's
     edge kept (:func:`take_over`), written to once ``ready``. ``done`` is set when the
-    stream is to end: its handler awaits it (or its own end) and returns."""
+    stream is to end: its handler awaits it (or its own end) and returns.
+    ``credential``: what the request was identified by, looked at again every
+    CHECK_CREDENTIALS_S (``checked``: when last, on the monotonic clock); None: never."""
 
-    __slots__ = ("_response", "account_id", "chunked", "done", "id", "kind", "ready", "transport")
+    __slots__ = (
+        "_response", "account_id", "checked", "chunked", "credential", "done", "id", "kind",
+        "ready", "transport",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -94,6 +124,7 @@ class Stream:
         response: web.StreamResponse | None,
         kind: str,
         account_id: int | None = None,
+        credential: Credential | None = None,
     ) -> None:
         self._response = response
         self.ready = False
@@ -101,6 +132,8 @@ class Stream:
         self.chunked = request.version >= HttpVersion11
         self.kind = kind
         self.account_id = account_id
+        self.credential = credential
+        self.checked = time.monotonic()  # the request was identified just now
         self.id = secrets.token_hex(8)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -142,11 +175,21 @@ class Stream:
 
 class EventStreams:
     """One node's open API streams: event streams by account, the others by kind; the
-    ``account-events`` channel's handler and the keep-alive loop."""
+    ``account-events`` channel's handler and the keep-alive loop, with its credential
+    check; the challenges waiting for their outcome here."""
 
-    def __init__(self, max_streams: int = MAX_STREAMS, keepalive_s: float = KEEPALIVE_S) -> None:
+    def __init__(
+        self,
+        max_streams: int = MAX_STREAMS,
+        keepalive_s: float = KEEPALIVE_S,
+        check_s: float = CHECK_CREDENTIALS_S,
+    ) -> None:
         self.max_streams = max_streams
         self.keepalive_s = keepalive_s
+        self.check_s = check_s
+        #: challenge id -> (its challenger's account id, the futures waiting for it).
+        self._challenges: dict[str, tuple[int, set[asyncio.Future[dict[str, Any]]]]] = {}
+        self._check_failing = False
         #: account id -> stream id -> its event stream.
         self._events: dict[int, dict[str, Stream]] = {}
         #: kind -> the other streams kept alive here.
@@ -217,14 +260,50 @@ class EventStreams:
         elif "lines" in message:
             for account_id, line in message["lines"]:
                 self._send(int(account_id), encode(line))
+                self._decided(int(account_id), line)
         elif "to" in message:
             encoded = encode(message["line"])
             for account_id in message["to"]:
                 self._send(int(account_id), encoded)
+                self._decided(int(account_id), message["line"])
 
     def _send(self, account_id: int, data: bytes) -> None:
         for stream in list(self._events.get(account_id, {}).values()):
             stream.send(data)
+
+    # -- challenges waiting for their outcome ------------------------------------------
+
+    def wait_challenge(self, challenge_id: str, challenger: int) -> asyncio.Future[dict[str, Any]]:
+        """A future resolved with the line that decides challenge ``challenge_id`` (made
+        by the account ``challenger``) once the channel carries it to that account: its
+        ``challengeDeclined``, ``challengeCanceled``, or the ``gameStart`` of its room.
+        Pass it to :meth:`forget_challenge` when done. (A line published while this
+        node's subscription was down is not seen: the waiter reads the record now and
+        then as well.)"""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._challenges.setdefault(challenge_id, (challenger, set()))[1].add(future)
+        return future
+
+    def forget_challenge(self, challenge_id: str, future: asyncio.Future[dict[str, Any]]) -> None:
+        """Stop waiting with ``future`` (from :meth:`wait_challenge`)."""
+        entry = self._challenges.get(challenge_id)
+        if entry is not None:
+            entry[1].discard(future)
+            if not entry[1]:
+                del self._challenges[challenge_id]
+        future.cancel()
+
+    def _decided(self, account_id: int, line: dict[str, Any]) -> None:
+        """Resolve the waiters of the challenge ``line`` decides, if it goes to its maker."""
+        if not self._challenges or line.get("type") not in OUTCOMES:
+            return
+        about = line.get("game") if line.get("type") == "gameStart" else line.get("challenge")
+        entry = self._challenges.get(str((about or {}).get("id")))
+        if entry is None or entry[0] != account_id:
+            return
+        for future in entry[1]:
+            if not future.done():
+                future.set_result(line)
 
     # -- the keep-alive loop -------------------------------------------------------------
 
@@ -233,10 +312,52 @@ class EventStreams:
         for stream in self._all():
             stream.send(b"\n")
 
-    async def run(self, bus: AccountEvents) -> None:
-        """Every ``keepalive_s``: the keep-alive line to every stream, then the beat of
-        the ``online`` set (this node's event streams' accounts). A beat that fails is
-        logged (the keep-alives go on; the next beat tries again)."""
+    async def check_credentials(self, live: LiveCredentials) -> int:
+        """End the streams whose credential has ended (a token revoked, a session
+        logged out or expired, an account banned), looking at those not looked at for
+        ``check_s``: one call of ``live`` for them all. A read that fails (or takes more
+        than CHECK_TIMEOUT_S) keeps every stream open, is logged once until a read
+        succeeds, and is tried again at the next round. How many streams it ended."""
+        now = time.monotonic()
+        due = [
+            stream for stream in self._all()
+            if stream.credential is not None and now - stream.checked >= self.check_s
+            and not stream.done.done()
+        ]  # fmt: skip
+        if not due:
+            return 0
+        token_ids: set[int] = set()
+        digests: set[str] = set()
+        for stream in due:
+            assert stream.credential is not None
+            if stream.credential.kind == "token":
+                token_ids.add(int(stream.credential.key))
+            else:
+                digests.add(stream.credential.key)
+        try:
+            async with asyncio.timeout(CHECK_TIMEOUT_S):
+                live_tokens, live_sessions = await live(token_ids, digests)
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            if not self._check_failing:
+                log.warning("could not check the open streams' credentials: %r", exc)
+            self._check_failing = True
+            return 0
+        self._check_failing = False
+        ended = 0
+        for stream in due:
+            assert stream.credential is not None
+            stream.checked = now
+            kind, key = stream.credential
+            if (int(key) not in live_tokens) if kind == "token" else (key not in live_sessions):
+                stream.close()
+                ended += 1
+        return ended
+
+    async def run(self, bus: AccountEvents, live: LiveCredentials | None = None) -> None:
+        """Every ``keepalive_s``: the keep-alive line to every stream, the beat of the
+        ``online`` set (this node's event streams' accounts), then (given ``live``) the
+        credential check of the streams due (:meth:`check_credentials`). A beat that fails
+        is logged (the keep-alives go on; the next beat tries again)."""
         failing = False
         while True:
             await asyncio.sleep(self.keepalive_s)
@@ -249,6 +370,8 @@ class EventStreams:
                 failing = True
             else:
                 failing = False
+            if live is not None:
+                await self.check_credentials(live)
 
 
 EVENT_STREAMS_KEY = web.AppKey("event_streams", EventStreams)
@@ -276,14 +399,18 @@ CHALLENGE_LINES_KEY: web.AppKey[ChallengeLines] = web.AppKey("challenge_lines")
 # -- the stream --------------------------------------------------------------------------
 
 
-async def _account(app: web.Application, headers: Mapping[str, str]) -> tuple[Account, str]:
+async def _account(app: web.Application, headers: Mapping[str, str]) -> tuple[Account, Credential]:
     """The account of the request's token (or, through aiohttp, session cookie) with
-    scope ``play``, and its credential (``token:ID`` or ``session:DIGEST``), the stream
-    opened counted (OPENS_PER_MINUTE an account): errors as ``api_account`` and
-    ``limit`` answer them."""
+    scope ``play``, and its credential, the stream opened counted (OPENS_PER_MINUTE an
+    account): errors as ``api_account`` and ``limit`` answer them."""
     account, credential = await identify(app, headers, "play")
     await take(app, account.id, "event-streams", OPENS_PER_MINUTE, 60)
-    return account, f"{credential.kind}:{credential.key}"
+    return account, credential
+
+
+def credential_name(credential: Credential) -> str:
+    """How the one-stream-per-credential hash names it: ``token:ID``, ``session:DIGEST``."""
+    return f"{credential.kind}:{credential.key}"
 
 
 async def begin(
@@ -344,9 +471,10 @@ async def end(app: web.Application, stream: Stream, credential: str) -> None:
 async def stream_events(request: web.Request) -> web.StreamResponse:
     """``GET /api/stream/event`` served by aiohttp (when the node's edge did not keep
     the connection: see :func:`take_over`)."""
-    account, credential = await _account(request.app, request.headers)
+    account, identified = await _account(request.app, request.headers)
+    credential = credential_name(identified)
     response = web.StreamResponse(headers={"Content-Type": NDJSON})
-    stream = Stream(request, response, EVENT, account.id)
+    stream = Stream(request, response, EVENT, account.id, identified)
 
     async def start() -> None:
         await response.prepare(request)
@@ -475,11 +603,12 @@ async def _begin_kept(app: web.Application, kept: Kept) -> tuple[Stream, str] | 
         _refuse(transport, (1, 1), api_error(400, f"Bad request: {exc}"))
         return None
     try:
-        account, credential = await _account(app, request.headers)
+        account, identified = await _account(app, request.headers)
     except web.HTTPException as refused:
         _refuse(transport, request.version, refused)
         return None
-    kept.stream = stream = Stream(request, None, EVENT, account.id)
+    credential = credential_name(identified)
+    kept.stream = stream = Stream(request, None, EVENT, account.id, identified)
     if kept.gone:
         return None
 
@@ -605,8 +734,9 @@ def register(app: web.Application) -> None:
 def start(app: web.Application, hub: Hub, spawn: Spawn) -> None:
     """Listen on the account-events channel (``hub.channels``, before the hub starts),
     tell the room store's commits to :func:`announce`, and start the keep-alive loop
-    (``spawn(name, body)``). The registry is the one already under EVENT_STREAMS_KEY, if
-    any (tests set smaller bounds so), else a new one."""
+    (``spawn(name, body)``), which checks the streams' credentials in the accounts'
+    database. The registry is the one already under EVENT_STREAMS_KEY, if any (tests set
+    smaller bounds and periods so), else a new one."""
     registry = app.get(EVENT_STREAMS_KEY)
     if registry is None:
         app[EVENT_STREAMS_KEY] = registry = EventStreams()
@@ -619,7 +749,12 @@ def start(app: web.Application, hub: Hub, spawn: Spawn) -> None:
         await announce(bus, room, expected_version, event, snapshot)
 
     app[STORE_KEY].after_commit = after_commit
-    spawn("event-streams", lambda: registry.run(bus))
+    engine = app[ACCOUNTS_KEY].engine
+
+    async def live(token_ids: set[int], digests: set[str]) -> tuple[set[int], set[str]]:
+        return await live_credentials(engine, token_ids, digests)
+
+    spawn("event-streams", lambda: registry.run(bus, live))
 
 
 async def drain(app: web.Application, timeout: float = 2.0) -> None:

@@ -15,8 +15,10 @@ every version that changes what lichess shows (moves, status, clocks, offers),
 ``chatLine`` for each line of the players' chat, ``opponentGone`` when the opponent's
 presence turns; the node's stream registry (server/botapi/events.py) writes its keep-alive
 lines and bounds how many a node holds. It ends once the game's last ``gameState`` is
-written, when the client goes, when it falls more than MAX_UNSENT_BYTES behind, or when
-the node drains (the client reopens it on another node and gets ``gameFull`` again).
+written, when the client goes, when it falls more than MAX_UNSENT_BYTES behind, when
+the credential it was opened with ends (a token revoked, a session ended, the account
+banned: the registry's check, every CHECK_CREDENTIALS_S), or when the node drains (the
+client reopens it on another node and gets ``gameFull`` again).
 
 **An action** (move, chat, abort, resign, draw, takeback, claim-victory) is played for
 the account through the ordinary room commands (:class:`RoomService`, the chat store)
@@ -38,6 +40,7 @@ from typing import Any, Literal
 from aiohttp import WSCloseCode, WSMsgType, web
 from sqlalchemy.exc import SQLAlchemyError
 
+from kibitz.server.accounts.credentials import Credential
 from kibitz.server.appkeys import (
     CHAT_KEY,
     HUB_KEY,
@@ -47,8 +50,8 @@ from kibitz.server.appkeys import (
 )
 from kibitz.server.botapi import formats
 from kibitz.server.botapi.errors import (
-    api_account,
     api_error,
+    identify,
     limit,
     ok,
     refuse_banned,
@@ -117,9 +120,15 @@ def register(app: web.Application) -> None:
 
 async def _player(request: web.Request) -> Account:
     """The request's account, if its door serves it (400 otherwise)."""
-    account = await api_account(request, "play")
+    return (await _player_by(request))[0]
+
+
+async def _player_by(request: web.Request) -> tuple[Account, Credential]:
+    """:func:`_player`, with the credential that told (a stream keeps it, to be looked
+    at again while it stays open)."""
+    account, credential = await identify(request.app, request.headers, "play")
     DOORS[request.match_info["door"]](account)
-    return account
+    return account, credential
 
 
 async def _room_and_seat(request: web.Request, account: Account) -> tuple[Room, int]:
@@ -504,14 +513,14 @@ class GameStream:
 
 async def stream_game(request: web.Request) -> web.StreamResponse:
     """``GET /api/{bot,board}/game/stream/{id}``: the account's own game, as NDJSON."""
-    account = await _player(request)
+    account, credential = await _player_by(request)
     hub = request.app[HUB_KEY]
     service = request.app[SERVICE_KEY]
     registry = request.app[EVENT_STREAMS_KEY]
     await limit(request, account, "game-streams", STREAMS_PER_MINUTE, 60)
     room, seat = await _room_and_seat(request, account)
     response = web.StreamResponse(headers={"Content-Type": NDJSON})
-    kept = Stream(request, response, GAME)
+    kept = Stream(request, response, GAME, credential=credential)
     registry.add_keepalive(kept)  # 429 past the node's bound, 503 while it drains
     stream = GameStream(kept, response, request, room.id, seat, service.clock_ms)
     conn = Connection(stream, "json")

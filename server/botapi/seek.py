@@ -4,7 +4,8 @@ The seek is an ordinary lobby seek (server/services/seeks.py): web players see i
 accept it over the WebSocket like any other. It lives while the request stays open: the
 answer is an NDJSON stream of keep-alive lines (an empty line every few seconds), which
 ends once the seek is taken (the game's ``gameStart`` reaches the account's event stream)
-or, if the client closes it first, the seek is withdrawn.
+or, if the client closes it first (or the token it was made with is revoked, or its
+account banned: the stream registry's credential check), the seek is withdrawn.
 
 The request stands in for a WebSocket session towards the seeks service
 (:class:`ApiSeeker`, a ``SeekSession``): when the seek is taken, the seeks service hands
@@ -31,8 +32,8 @@ from kibitz.server.appkeys import NODE_KEY, REDIS_KEY, SEEKS_KEY
 from kibitz.server.botapi.challenges import control as time_control
 from kibitz.server.botapi.challenges import flag, game_of, whole
 from kibitz.server.botapi.errors import (
-    api_account,
     api_error,
+    identify,
     limit,
     refuse_banned,
     request_fields,
@@ -170,7 +171,7 @@ def refusal(exc: ProtocolError) -> web.HTTPException:
 
 async def seek(request: web.Request) -> web.StreamResponse:
     """``POST /api/board/seek``."""
-    account = await api_account(request)
+    account, credential = await identify(request.app, request.headers, "play")
     require_board(account)
     await limit(request, account, "seek", SEEKS_PER_MINUTE, 60)
     message = seek_of(await request_fields(request), account.username)
@@ -179,7 +180,8 @@ async def seek(request: web.Request) -> web.StreamResponse:
     seat_keys = SeatKeys(request.app[REDIS_KEY])
     seeker = ApiSeeker(request.app[NODE_KEY], address_of(request), account, seat_keys)
     registry = request.app[EVENT_STREAMS_KEY]
-    stream = Stream(request, web.StreamResponse(headers={"Content-Type": NDJSON}), "seek")
+    response = web.StreamResponse(headers={"Content-Type": NDJSON})
+    stream = Stream(request, response, "seek", credential=credential)
     registry.add_keepalive(stream)  # past the node's bound: 429, nothing posted
     try:
         try:

@@ -72,7 +72,7 @@ async def plays_on(a: KibitzClient, b: KibitzClient, room: str) -> None:
 NODE_LOOPS = {
     "fanout-listener", "fanout-probe", "fanout-unsubscriber", "fanout-pings", "results",
     "heartbeat", "archiver", "lobby", "deadlines", "analysis", "local-workers", "pool",
-    "bans",
+    "bans", "event-streams",
 }  # fmt: skip
 
 

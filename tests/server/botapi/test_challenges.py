@@ -497,3 +497,34 @@ async def test_a_banned_challenger_is_refused(
     assert status == 400 and "canceled" in body["error"]
     await lines.wait(about("challengeCanceled", cid, "in"))
     assert (await call(a, "GET", f"/api/rooms/{cid}", None))[0] == 404
+
+
+async def test_a_keep_alive_challenge_hears_its_outcome_within_a_second(
+    api_nodes: list[ServerProcess], make_account: Callable[..., ApiAccount]
+) -> None:
+    """The outcome wakes the request (the line that decides the challenge, heard on the
+    channel by the node that holds it), whichever node decides it: no waiting for a
+    poll of the record (those are 10 s apart now)."""
+    a, b = api_nodes
+    alice, bob = make_account(), make_account()
+    loop = asyncio.get_running_loop()
+    decisions = (
+        (b, bob, "decline", {"done": "declined"}),
+        (b, alice, "cancel", {"done": "canceled"}),
+        (a, bob, "accept", {"done": "accepted"}),
+    )
+    for node, by, action, expected in decisions:
+        http, resp, first = await keep_alive_stream(a, alice, bob)
+        try:
+            path = f"/api/challenge/{first['id']}/{action}"
+            assert await call(node, "POST", path, by) == (200, {"ok": True})
+            decided = loop.time()
+            while not (line := await asyncio.wait_for(resp.content.readline(), 2)).strip():
+                pass  # keep-alive lines
+            assert loop.time() - decided < 1.0, f"{action}: told after {loop.time() - decided}"
+            done = json.loads(line)
+            assert {"done": done["done"]} == expected, done
+            assert await asyncio.wait_for(resp.content.read(), 2) == b""  # and it ends
+        finally:
+            resp.close()
+            await http.close()

@@ -1,7 +1,8 @@
 """``GET /api/stream/event`` (server/botapi/events.py) on two real nodes in this process,
 one Redis and one database: games started and finished over the WebSocket reach both
 players' streams once, keep-alives, one stream per token on any node, the online set,
-the node's bound on streams, drain.
+the node's bound on streams, drain, and streams ended once their credential ends (a
+token revoked, an account banned), with one batched read of the credentials.
 
 The nodes run in the test's event loop so that a test can reach a node's registry (its
 bound is lowered for one test instead of opening 1,000 streams)."""
@@ -20,9 +21,18 @@ import aiohttp
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
+from multidict import CIMultiDict
 
-from kibitz.server.appkeys import ACCOUNTS_KEY, LISTENING_ORIGINS_KEY
-from kibitz.server.botapi.events import EVENT_STREAMS_KEY, EventStreams, is_event_stream
+from kibitz.server.accounts.credentials import Credential
+from kibitz.server.appkeys import ACCOUNTS_KEY, LISTENING_ORIGINS_KEY, MODERATION_KEY
+from kibitz.server.botapi.events import (
+    EVENT,
+    EVENT_STREAMS_KEY,
+    EdgeRequest,
+    EventStreams,
+    Stream,
+    is_event_stream,
+)
 from kibitz.server.gateway.edge import Edge
 from kibitz.server.gateway.limits import listening_origins
 from kibitz.server.node import create_app, drain
@@ -33,6 +43,7 @@ from tests.server.accounts.web import Web
 
 WAIT_S = 10.0
 KEEPALIVE_S = 0.25  # the nodes' keep-alive period here (6 s in production)
+CHECK_S = 0.5  # how often the nodes look at their streams' credentials (30 s in production)
 
 
 @dataclass
@@ -51,11 +62,12 @@ class Node:
 
 
 async def start_node(redis_url: str, database_url: str, edge: bool = False) -> Node:
-    """A node as ``kibitz serve`` builds it, with a keep-alive of KEEPALIVE_S; with
+    """A node as ``kibitz serve`` builds it, with a keep-alive of KEEPALIVE_S and its
+    streams' credentials looked at every CHECK_S; with
     ``edge``, behind its edge (server/gateway/edge.py), which keeps the event streams out
     of aiohttp, as ``kibitz serve`` does; else served by aiohttp alone."""
     app = create_app(redis_url, database_url=database_url)
-    app[EVENT_STREAMS_KEY] = EventStreams(keepalive_s=KEEPALIVE_S)
+    app[EVENT_STREAMS_KEY] = EventStreams(keepalive_s=KEEPALIVE_S, check_s=CHECK_S)
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     if edge:
@@ -468,3 +480,124 @@ async def test_the_browser_streams_with_its_cookie_through_aiohttp(nodes: list[N
             assert resp.status == 200
             assert await asyncio.wait_for(resp.content.readline(), WAIT_S) == b"\n"
             assert len(registry.tasks) == kept  # aiohttp's, not the edge's
+
+
+# -- credentials that end --------------------------------------------------------------------
+
+#: A stream whose credential ended is ended within this (a check is due CHECK_S after the
+#: last, and made at the next keep-alive round), with a margin for a loaded machine.
+ENDS_WITHIN_S = CHECK_S + KEEPALIVE_S + 1.0
+
+
+class GameStream(EventStream):
+    """``GET /api/board/game/stream/{id}``: read as an event stream is."""
+
+    @classmethod
+    async def open_game(cls, node: Node, token: str, room: str) -> GameStream:
+        session = aiohttp.ClientSession()
+        response = await session.get(
+            f"{node.url}/api/board/game/stream/{room}",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status == 200, await response.text()
+        return cls(session, response)
+
+
+async def test_a_revoked_token_ends_its_event_and_game_streams(nodes: list[Node]) -> None:
+    owner = Web(nodes[0].url)
+    assert (await owner.signup()).status == 201
+    made = await owner.post("/api/tokens", {"scopes": ["play"], "description": "doomed"})
+    assert made.status == 201, made.body
+    doomed, token_id = made.body["token"], made.body["id"]
+    bob = await new_account(nodes[1])
+    wa = await Player.connect(nodes[0], doomed)
+    wb = await Player.connect(nodes[1], bob.token)
+    room = (await wa.ask(type="create", game="chess", opponent="human", seat=0))["room"]
+    await wb.ask(type="join", room=room)
+    await wa.close()  # the account plays on through its game stream only
+    events = await EventStream.open(nodes[0], doomed)  # kept at node 0's edge
+    game = await GameStream.open_game(nodes[1], doomed, room)  # served by aiohttp
+    bobs = await EventStream.open(nodes[1], bob.token)
+    try:
+        assert (await events.line())["type"] == "gameStart"
+        assert (await game.line())["type"] == "gameFull"
+        # Alive past a few checks while the token holds.
+        assert not await events.ended(3 * CHECK_S)
+        revoked = await owner.call("DELETE", f"/api/tokens/{token_id}")
+        assert revoked.status in (200, 204), revoked.body
+        started = time.monotonic()
+        assert await events.ended(ENDS_WITHIN_S), "the event stream outlived its token"
+        assert await game.ended(ENDS_WITHIN_S - (time.monotonic() - started))
+        # Bob's token holds: his stream goes on; the game goes on too (the seat is gone,
+        # as when a client drops: Bob may claim the win once the wait is over).
+        assert not await bobs.ended(2 * CHECK_S)
+        status = await owner.call("GET", f"/api/rooms/{room}")
+        assert status.status == 200 and status.body["status"] == "playing", status.body
+        # The revoked token opens nothing more.
+        await EventStream.open(nodes[0], doomed, expect=401)
+    finally:
+        for closing in (events, game, bobs, wb):
+            await closing.close()
+
+
+async def test_a_banned_account_loses_its_token_and_cookie_streams(nodes: list[Node]) -> None:
+    browser = Web(nodes[1].url)
+    signed = await browser.signup()
+    assert signed.status == 201
+    made = await browser.post("/api/tokens", {"scopes": ["play"], "description": "t"})
+    by_token = await EventStream.open(nodes[0], made.body["token"])
+    session = aiohttp.ClientSession()
+    cookie = {"Cookie": f"kibitz_session={browser.cookie}", "Origin": nodes[1].url}
+    response = await session.get(nodes[1].url + "/api/stream/event", headers=cookie)
+    assert response.status == 200
+    by_cookie = EventStream(session, response)
+    try:
+        assert not await by_cookie.ended(2 * CHECK_S)
+        moderation = nodes[0].app[MODERATION_KEY]
+        await moderation.ban(None, "account", signed.body["account"]["username"], "a test")
+        assert await by_token.ended(ENDS_WITHIN_S), "the token's stream outlived the ban"
+        assert await by_cookie.ended(ENDS_WITHIN_S), "the cookie's stream outlived the ban"
+    finally:
+        await by_token.close()
+        await by_cookie.close()
+
+
+def idle_stream(kind: str, credential: Credential, account_id: int | None = None) -> Stream:
+    """A stream with no connection behind it (nothing is written to it here)."""
+    request = EdgeRequest(None, (1, 1), CIMultiDict())  # type: ignore[arg-type]
+    return Stream(request, None, kind, account_id, credential)
+
+
+async def test_the_credential_check_reads_once_for_all_and_keeps_streams_on_errors(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = EventStreams(check_s=0.0)
+    digest = "ab" * 32
+    one = idle_stream(EVENT, Credential("token", "7"), account_id=1)
+    same = idle_stream("game", Credential("token", "7"))
+    other = idle_stream("seek", Credential("token", "8"))
+    browser = idle_stream(EVENT, Credential("session", digest), account_id=2)
+    streams = (one, same, other, browser)
+    for stream in streams:
+        registry.add_keepalive(stream)
+    asked: list[tuple[set[int], set[str]]] = []
+
+    async def failing(token_ids: set[int], digests: set[str]) -> tuple[set[int], set[str]]:
+        asked.append((token_ids, digests))
+        raise OSError("the database is down")
+
+    with caplog.at_level("WARNING", logger="kibitz.server.botapi.events"):
+        assert await registry.check_credentials(failing) == 0
+        assert await registry.check_credentials(failing) == 0
+    assert asked == [({7, 8}, {digest})] * 2  # one read for all four streams, each time
+    assert not any(stream.done.done() for stream in streams)  # an outage ends nothing
+    assert len([r for r in caplog.records if "credentials" in r.getMessage()]) == 1
+
+    async def token_8_revoked(token_ids: set[int], digests: set[str]) -> tuple[set[int], set[str]]:
+        return token_ids - {8}, set(digests)
+
+    assert await registry.check_credentials(token_8_revoked) == 1
+    assert other.done.done() and not any(s.done.done() for s in (one, same, browser))
+    # Not due again before check_s has passed since the last look.
+    registry.check_s = 60.0
+    assert await registry.check_credentials(failing) == 0 and len(asked) == 2
