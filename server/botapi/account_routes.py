@@ -66,6 +66,19 @@ def register(app: web.Application) -> None:
     app.router.add_get("/api/user/{username}", public_user)
     app.router.add_get("/api/bot/online", bots_online)
     app.router.add_get("/game/export/{id}", export_game)
+    # lichess's game pages, as bridges print them: /{id} and /{id}/{colour}.
+    app.router.add_get(f"/{{id:{GAME_PAGE_ID}}}", game_page)
+    app.router.add_get(f"/{{id:{GAME_PAGE_ID}}}/{{colour:white|black}}", game_page)
+
+
+#: A room id in a game page's path (server/domain/room.py::new_room_id: ten characters of
+#: its alphabet); a client file's name has a dot, so the two never meet.
+GAME_PAGE_ID = "[a-z2-9]{10}"
+
+
+async def game_page(request: web.Request) -> web.StreamResponse:
+    """lichess's page of a game (``/{id}``, ``/{id}/white``): the web client's room page."""
+    raise web.HTTPFound(users.game_url(users.public_origin(request), request.match_info["id"]))
 
 
 # -- who asks ---------------------------------------------------------------------------------

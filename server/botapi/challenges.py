@@ -122,6 +122,13 @@ DECLINE_REASONS = {
 COLOURS = ("white", "black", "random")
 
 
+def challenger_seat(record: dict[str, Any]) -> int:
+    """The challenger's seat: its ``final_color`` (drawn when the challenge was made), or
+    for a record made before that field existed, its colour, random drawn now."""
+    final = record.get("final_color") or record.get("color", "random")
+    return COLOURS.index(final) if final in COLOURS[:2] else random.randrange(2)
+
+
 # -- the JSON of a challenge -------------------------------------------------------------
 
 
@@ -319,6 +326,9 @@ async def create(request: web.Request) -> web.StreamResponse:
         "rated": rated,
         "clock": clock,
         "color": color,
+        # The challenger's colour, drawn now for "random" (lichess's challenge always
+        # carries it, and bridges such as lichess-bot read it before accepting).
+        "final_color": color if color != "random" else random.choice(COLOURS[:2]),
         "keep_alive": keep_alive,
         "created_ms": now_ms(),
     }
@@ -533,8 +543,7 @@ async def accept(request: web.Request) -> web.Response:
         counted = await service.count_room(address)
     except RoomError as exc:
         raise api_error(429, exc.message, {"Retry-After": "60"}) from None
-    color = str(record.get("color", "random"))
-    seat = COLOURS.index(color) if color != "random" else random.randrange(2)
+    seat = challenger_seat(record)
     won = await store.accept(str(record["id"]), {"final_color": formats.colour(seat)})
     if won is None:
         await service.uncount_room(counted)

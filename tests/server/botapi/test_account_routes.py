@@ -348,3 +348,18 @@ def test_game_json_of_a_draw_between_guests() -> None:
     body = game_json(game_record("g3", 5_000, [{"player": "b" * 32}, {"player": "c" * 32}], None))
     assert body["players"]["black"] == {"user": {"name": "guest"}}
     assert "winner" not in body and body["moves"] == "e4" and body["rated"] is True
+
+
+async def test_lichess_game_pages_lead_to_the_room(api_nodes: list[ServerProcess]) -> None:
+    """Bridges print lichess's game links (``/{id}``, ``/{id}/white``): they open the room;
+    a client file is still a file."""
+    base = api_nodes[0].http_url
+    async with aiohttp.ClientSession() as session:
+        for path in ("/abcd2345xy", "/abcd2345xy/white", "/abcd2345xy/black"):
+            async with session.get(base + path, allow_redirects=False) as resp:
+                assert resp.status == 302, path
+                assert resp.headers["Location"].endswith("/?room=abcd2345xy")
+        async with session.get(base + "/abcd2345xy/green", allow_redirects=False) as resp:
+            assert resp.status == 404
+        async with session.get(base + "/index.html", allow_redirects=False) as resp:
+            assert resp.status == 200

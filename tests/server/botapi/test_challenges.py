@@ -200,6 +200,8 @@ async def test_a_rated_othello_challenge_with_a_random_colour(
     alice, bob = make_account(), make_account()
     made = await challenge(a, alice, bob, variant="othello", rated=True, days=3)
     assert made["variant"]["key"] == "othello" and made["rated"]
+    # The colour is drawn when the challenge is made (lichess-bot reads finalColor at once).
+    assert made["color"] == "random" and made["finalColor"] in ("white", "black")
     assert made["timeControl"] == {"type": "correspondence", "daysPerTurn": 3}
     assert made["speed"] == "correspondence"
     assert await call(a, "POST", f"/api/challenge/{made['id']}/accept", bob) == (200, {"ok": True})
@@ -210,6 +212,7 @@ async def test_a_rated_othello_challenge_with_a_random_colour(
     assert sorted(accounts) == sorted([alice.username, bob.username])
     _, seat = await call(a, "GET", f"/api/rooms/{made['id']}/seat", alice)
     assert accounts[seat["seat"]] == alice.username
+    assert seat["seat"] == ("white", "black").index(made["finalColor"])
 
 
 async def test_decline_and_cancel_tell_the_other_side(
