@@ -24,18 +24,9 @@ from kibitz.server.accounts.errors import AccountError
 from kibitz.server.appkeys import ACCOUNTS_KEY, MODERATION_KEY, THROTTLE_KEY
 from kibitz.server.domain.players import Account
 from kibitz.server.http.auth import address_of
+from kibitz.server.http.identity import STATUS_EXCEPTIONS
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.throttle import Counter
-
-_STATUS: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest,
-    401: web.HTTPUnauthorized,
-    403: web.HTTPForbidden,
-    404: web.HTTPNotFound,
-    409: web.HTTPConflict,
-    429: web.HTTPTooManyRequests,
-    503: web.HTTPServiceUnavailable,
-}
 
 #: The scopes of a kibitz token, as lichess names them (``GET /api/token/test``).
 LICHESS_SCOPES: dict[str, tuple[str, ...]] = {
@@ -49,7 +40,7 @@ def api_error(
     status: int, message: str, headers: dict[str, str] | None = None
 ) -> web.HTTPException:
     """lichess's error answer: ``status`` with ``{"error": message}``."""
-    kind = _STATUS.get(status, web.HTTPBadRequest)
+    kind = STATUS_EXCEPTIONS.get(status, web.HTTPBadRequest)
     body = json.dumps({"error": message})
     return kind(text=body, content_type="application/json", headers=headers)
 

@@ -24,7 +24,8 @@ ANY_SCOPE = ""
 #: The accounts found for a request, per scope asked.
 _CACHE: web.RequestKey[dict[str, Account | None]] = web.RequestKey("kibitz_accounts")
 
-_STATUS: dict[int, type[web.HTTPException]] = {
+#: The aiohttp exception of each status the API answers with (also server/botapi/errors.py).
+STATUS_EXCEPTIONS: dict[int, type[web.HTTPException]] = {
     400: web.HTTPBadRequest,
     401: web.HTTPUnauthorized,
     403: web.HTTPForbidden,
@@ -40,7 +41,7 @@ def http_error(
 ) -> web.HTTPException:
     """The API's one error body as an exception a handler raises."""
     body = fastjson.dumps(Error(code, message).to_dict()).decode()
-    kind = _STATUS.get(status, web.HTTPBadRequest)
+    kind = STATUS_EXCEPTIONS.get(status, web.HTTPBadRequest)
     return kind(text=body, content_type="application/json", headers=headers)
 
 

@@ -42,6 +42,7 @@ from tests.client.steps import (
     wait_my_turn_or_over,
 )
 from tests.conftest import ServerProcess, start_server
+from tests.server.botapi.conftest import new_account, upgrade
 
 pytestmark = pytest.mark.browser
 
@@ -117,20 +118,8 @@ class BotProcess:
 def bot_account(base: str) -> tuple[str, str]:
     """A new account made a bot as lichess bots are: sign up, a ``play`` token made with the
     session, then ``POST /api/bot/account/upgrade`` with the token; (username, token)."""
-    username = unique("fish")
-    origin = {"Origin": base}
-    body = {"username": username, "password": PASSWORD}
-    signed = requests.post(f"{base}/api/auth/signup", json=body, headers=origin, timeout=WAIT_S)
-    assert signed.status_code == 201, signed.text
-    cookie = {"Cookie": f"kibitz_session={signed.cookies['kibitz_session']}", **origin}
-    scopes = {"scopes": ["play"], "description": "Stockfish bot"}
-    made = requests.post(f"{base}/api/tokens", json=scopes, headers=cookie, timeout=WAIT_S)
-    assert made.status_code == 201, made.text
-    token = made.json()["token"]
-    bearer = {"Authorization": f"Bearer {token}"}
-    upgraded = requests.post(f"{base}/api/bot/account/upgrade", headers=bearer, timeout=WAIT_S)
-    assert upgraded.json() == {"ok": True}, upgraded.text
-    return username, token
+    account = upgrade(base, new_account(base))
+    return account.username, account.token
 
 
 def wait_online(base: str, username: str) -> None:
