@@ -13,6 +13,10 @@ test of the quota) see what a node cost.
 
 The quota is granted per short period (10 ms), so a capped process waits at most about a
 period once it has used its share, rather than the 100 ms of the kernel's default period.
+A share under a tenth of a core would need a quota under the kernel's floor of 1 ms in that
+period, so its period is longer instead (:func:`period_us`: 0.04 of a core is 1 ms every
+25 ms): such a process may wait up to that period (``kibitz bench load --redis-cpu-limit``
+caps Redis so, to make Redis rather than the 2-core machine the limit).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from types import TracebackType
 
 #: The quota's period in microseconds (see the module docstring).
 PERIOD_US = 10_000
+#: The kernel's smallest quota per period, and its longest period (cgroup v1 and v2).
+MIN_QUOTA_US = 1000
+MAX_PERIOD_US = 1_000_000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -36,7 +43,14 @@ def quota_us(cores: float, period_us: int = PERIOD_US) -> int:
     floor)."""
     if not 0 < cores <= 64:
         raise ValueError(f"a CPU limit is a number of cores in (0, 64], not {cores!r}")
-    return max(1000, round(cores * period_us))
+    return max(MIN_QUOTA_US, round(cores * period_us))
+
+
+def period_us(cores: float) -> int:
+    """The period for a share of ``cores``: :data:`PERIOD_US`, or longer where the quota
+    would be under the kernel's 1 ms floor (so that 0.04 of a core is 0.04, not 0.1)."""
+    quota_us(cores)  # the same check of the share
+    return min(MAX_PERIOD_US, max(PERIOD_US, round(MIN_QUOTA_US / cores)))
 
 
 def find_controller(root: Path = CGROUP_ROOT) -> tuple[str, Path]:
@@ -65,9 +79,12 @@ class CpuLimits:
     :meth:`limit` call, so each process gets its own quota."""
 
     def __init__(self, cores: float, root: Path = CGROUP_ROOT) -> None:
-        self.quota = quota_us(cores)
+        self.period = period_us(cores)
+        self.quota = quota_us(cores, self.period)
         self.version, self.parent = find_controller(root)
         self.groups: list[Path] = []
+        #: The group each limited process was put in.
+        self.group_of: dict[int, Path] = {}
 
     def limit(self, pid: int) -> Path:
         """Move process ``pid`` into a new group capped at the quota; returns the group."""
@@ -75,12 +92,25 @@ class CpuLimits:
         group.mkdir()
         self.groups.append(group)
         if self.version == "v2":
-            (group / "cpu.max").write_text(f"{self.quota} {PERIOD_US}")
+            (group / "cpu.max").write_text(f"{self.quota} {self.period}")
         else:
-            (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (group / "cpu.cfs_period_us").write_text(str(self.period))
             (group / "cpu.cfs_quota_us").write_text(str(self.quota))
         (group / "cgroup.procs").write_text(str(pid))
+        self.group_of[pid] = group
         return group
+
+    def throttled(self, pid: int) -> tuple[int, int] | None:
+        """(periods, periods in which the quota ran out) so far, of the group of process
+        ``pid`` (``cpu.stat``'s ``nr_periods`` and ``nr_throttled``); None if unknown."""
+        group = self.group_of.get(pid)
+        if group is None:
+            return None
+        try:
+            stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+            return int(stat["nr_periods"]), int(stat["nr_throttled"])
+        except (OSError, KeyError, ValueError):
+            return None
 
     def close(self) -> None:
         """Remove the groups (their processes must have exited; any left move back to
@@ -93,6 +123,7 @@ class CpuLimits:
             except OSError:
                 pass
         self.groups.clear()
+        self.group_of.clear()
 
     def __enter__(self) -> CpuLimits:
         return self

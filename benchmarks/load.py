@@ -29,6 +29,19 @@ players on node i mod N). The server CPU per move is then the sum over the nodes
 Redis's own CPU per move is reported beside it. ``--cpu-limit CORES`` caps each of those
 nodes at that share of the CPU (``cpu_limit.py``), so a small machine can show how
 throughput grows with nodes when the nodes, not the machine, are the limit.
+
+With ``--redis-cluster N`` the nodes share a private Redis Cluster of N primaries instead
+(``shared/bus/embedded_cluster.py``; no replicas unless ``--redis-replicas 1``), reached by
+its ``redis+cluster://`` URL in ``KIBITZ_REDIS_URL``; ``--redis-cluster 1`` is a cluster of
+one primary, the same code path as 2 or 3, so that they compare. ``--redis-cpu-limit CORES``
+caps each redis-server (the one private Redis, or each node of the cluster) in a control
+group of its own, so that Redis rather than the machine is the limit; the summary then has
+each primary's CPU per move, its busy share of a core (``redis_cores``; ``redis_idle_cores``
+before the games, with the nodes idle) and the share of its quota's periods it used up and
+had to wait (``redis_throttled``: near 1 when Redis is the limit), the groups of rooms each
+primary serves and the primary of the control slot, and the nodes' busy shares
+(``node_cores``; ``node_idle_cores`` before the games), which show which side was
+saturated.
 """
 
 from __future__ import annotations
@@ -47,8 +60,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from kibitz.benchmarks.cpu_limit import (
@@ -61,10 +76,13 @@ from kibitz.benchmarks.cpu_limit import (
 from kibitz.benchmarks.spectators import MAX_PROCS, Spectators
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
+if TYPE_CHECKING:
+    from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "load", help="concurrent games over WebSockets: latency, moves/s"
+        "load", help="concurrent games over WebSockets: latency, moves/s (N nodes, a Redis Cluster)"
     )
     parser.add_argument(
         "--url",
@@ -128,11 +146,54 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "rather than the machine are the bottleneck: compare --nodes 1 and --nodes 2 at "
         "the same limit with the load doubled",
     )
+    parser.add_argument(
+        "--redis-cluster",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the private store is a Redis Cluster of N primaries (1-{MAX_PRIMARIES}; Redis "
+        "7, Debian's redis-server) instead of one private Redis; the nodes reach it by its "
+        "redis+cluster:// URL. 1 is a cluster of one primary, the same code path as 2 or 3",
+    )
+    parser.add_argument(
+        "--redis-replicas",
+        type=int,
+        choices=(0, 1),
+        default=0,
+        help="with --redis-cluster: replicas per primary (default 0: a replica costs its "
+        "primary CPU for replication and takes a share of the machine)",
+    )
+    parser.add_argument(
+        "--redis-groups",
+        type=int,
+        default=None,
+        metavar="G",
+        help="with --redis-cluster: the slot groups of the key layout (the URL's ?groups=G; "
+        "default the product's, 64). Rooms spread over the primaries by group: 64 groups "
+        "fall 23/21/20 on 3 primaries, 48 fall 16/16/16 (the summary's "
+        "redis_groups_per_primary)",
+    )
+    parser.add_argument(
+        "--redis-cpu-limit",
+        type=float,
+        default=None,
+        metavar="CORES",
+        help="cap each redis-server of the private store (the one Redis, or every node of "
+        "the --redis-cluster) at this many cores, a control group each (needs root; a share "
+        "under 0.1 gets a longer period than 10 ms, see benchmarks/cpu_limit.py), so that "
+        "Redis, not the machine, is the limit",
+    )
     parser.set_defaults(func=run)
 
 
 MAX_SPECTATORS = 10_000
 MAX_NODES = 8
+MAX_PRIMARIES = 6
+#: cluster-node-timeout of the bench's cluster: long, so that a primary slowed by its CPU
+#: cap is never taken for failed (the tests' 1 s is for failover drills).
+BENCH_NODE_TIMEOUT_MS = 15_000
+#: How long Redis's CPU is read with the nodes started and idle, before the games.
+IDLE_SECONDS = 2.0
 MAX_THINK_MS = 60_000.0  # a minute's pause at most: the run stays bounded in time
 
 
@@ -375,12 +436,19 @@ def run(args: argparse.Namespace) -> int:
         print("kibitz bench load: --nodes, --pin and --cpu-limit start a private cluster; "
               "not with --url", file=sys.stderr)  # fmt: skip
         return 2
-    if args.cpu_limit is not None:
+    problem = _private_store_problem(args)
+    if problem:
+        print(f"kibitz bench load: {problem}", file=sys.stderr)
+        return 2
+    for flag, cores in (("--cpu-limit", args.cpu_limit), ("--redis-cpu-limit",
+                                                          args.redis_cpu_limit)):  # fmt: skip
+        if cores is None:
+            continue
         try:
-            quota_us(args.cpu_limit)
+            quota_us(cores)
             find_controller()
         except (ValueError, CpuLimitError) as exc:
-            print(f"kibitz bench load: --cpu-limit: {exc}", file=sys.stderr)
+            print(f"kibitz bench load: {flag}: {exc}", file=sys.stderr)
             return 2
     if not 0 <= args.spectators <= MAX_SPECTATORS:
         print(f"kibitz bench load: --spectators must be 0-{MAX_SPECTATORS}", file=sys.stderr)
@@ -392,6 +460,7 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.spectator_procs <= MAX_PROCS:
         print(f"kibitz bench load: --spectator-procs must be 1-{MAX_PROCS}", file=sys.stderr)
         return 2
+    load_average = round(os.getloadavg()[0], 2)  # the machine's, as the run starts
     if args.url:
         for url in args.url:
             host = urlparse(url).hostname or ""
@@ -402,6 +471,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = _with_private_server(args)
     result.setdefault("server_cpu_ms_per_move", None)  # known only for a private server
+    result["load_average"] = load_average
     if args.json:
         print(json.dumps(result))
     else:
@@ -426,6 +496,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"server memory per idle connection: {result['rss_bytes_per_connection']} B")
         if result["server_cpu_ms_per_move"] is not None:
             print(f"server CPU per move: {result['server_cpu_ms_per_move']} ms")
+        if result.get("redis_cpu_ms_per_move_per_primary"):
+            print(
+                f"{result['redis']} Redis, {result['redis_primaries']} primaries (CPU limit "
+                f"{result['redis_cpu_limit']} cores each): CPU per move "
+                f"{result['redis_cpu_ms_per_move_per_primary']} ms, busy "
+                f"{result.get('redis_cores')} cores ({result.get('redis_idle_cores')} with the "
+                f"nodes idle), throttled in {result.get('redis_throttled')} of the periods; "
+                f"nodes busy {result.get('node_cores')} cores"
+            )
         if result.get("fanout_server_cpu_ms_per_move") is not None:
             print(
                 f"while the moves fan out (spectators' connections not counted): server "
@@ -446,17 +525,216 @@ def _metric(url: str, name: str) -> float:
     return 0.0
 
 
-def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
-    """The bench on a private cluster: ``args.nodes`` nodes on one private Redis."""
-    from kibitz.server.cli.serve import spawn_server
-    from kibitz.shared.bus.embedded import EmbeddedRedis
-
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        EmbeddedRedis(tmp, persist=False) as redis,
-        contextlib.ExitStack() as stack,
+def _private_store_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the private store's flags, if anything."""
+    if args.url and (
+        args.redis_cluster is not None or args.redis_replicas or args.redis_cpu_limit is not None
     ):
+        return ("--redis-cluster, --redis-replicas, --redis-groups and --redis-cpu-limit start "
+                "a private store; not with --url")  # fmt: skip
+    if args.redis_cluster is not None and not 1 <= args.redis_cluster <= MAX_PRIMARIES:
+        return f"--redis-cluster must be 1-{MAX_PRIMARIES}"
+    if args.redis_replicas and args.redis_cluster is None:
+        return "--redis-replicas is for a --redis-cluster"
+    if args.redis_groups is not None:
+        from kibitz.shared.bus import keys
+
+        if args.redis_cluster is None or not 1 <= args.redis_groups <= keys.MAX_GROUPS:
+            return f"--redis-groups is 1-{keys.MAX_GROUPS}, for a --redis-cluster"
+    return None
+
+
+@dataclass
+class PrivateStore:
+    """The private Redis the bench's nodes share: one redis-server or a Redis Cluster."""
+
+    kind: str  # "single" or "cluster"
+    url: str
+    primary_pids: list[int]
+    replica_pids: list[int] = field(default_factory=list)
+    #: On a cluster: how many of the key layout's slot groups each primary serves, and
+    #: which primary (an index into primary_pids) serves the control slot.
+    groups_per_primary: list[int] | None = None
+    control_primary: int | None = None
+
+    def node_args(self) -> tuple[list[str], dict[str, str]]:
+        """The arguments and environment that put a ``kibitz serve`` node on the store:
+        ``--redis URL`` for one Redis (as always), ``KIBITZ_REDIS_URL`` for a cluster."""
+        if self.kind == "single":
+            return ["--redis", self.url], {}
+        return [], {"KIBITZ_REDIS_URL": self.url}
+
+
+def bench_cluster(
+    data_dir: Path,
+    primaries: int,
+    replicas: int = 0,
+    place_pid: Any = None,
+    node_timeout_ms: int = BENCH_NODE_TIMEOUT_MS,
+) -> EmbeddedCluster:
+    """An :class:`EmbeddedCluster` of ``primaries`` primaries (not started); one or two
+    primaries are joined by hand where ``redis-cli --cluster create`` refuses fewer than
+    three."""
+    from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
+
+    options: dict[str, Any] = {
+        "replicas_per_primary": replicas,
+        "node_timeout_ms": node_timeout_ms,
+        "persist": False,
+        "place_pid": place_pid,
+    }
+    try:
+        return EmbeddedCluster(data_dir, primaries=primaries, **options)
+    except ValueError:
+        if primaries >= 3:
+            raise
+    return _small_cluster_type()(data_dir, primaries, **options)
+
+
+def _small_cluster_type() -> type[EmbeddedCluster]:
+    """EmbeddedCluster for fewer than three primaries: slots assigned with CLUSTER
+    ADDSLOTSRANGE (split evenly, as redis-cli does), the nodes met with CLUSTER MEET and the
+    replicas attached with CLUSTER REPLICATE."""
+    from kibitz.shared.bus import embedded_cluster as ec
+
+    def command(node: ec.EmbeddedClusterNode, *args: object) -> Any:
+        return node.admin().execute_command(*args)  # type: ignore[no-untyped-call]
+
+    class SmallCluster(ec.EmbeddedCluster):
+        def __init__(self, data_dir: str | Path, primaries: int, **options: Any) -> None:
+            super().__init__(data_dir, primaries=3, **options)
+            self.primary_count = primaries
+
+        def _create(self, deadline: float) -> None:
+            count = self.primary_count
+            nodes = self._nodes
+            for i, node in enumerate(nodes[:count]):
+                first, last = i * ec.SLOTS // count, (i + 1) * ec.SLOTS // count - 1
+                command(node, "CLUSTER", "ADDSLOTSRANGE", first, last)
+                command(node, "CLUSTER", "SET-CONFIG-EPOCH", i + 1)
+            for node in nodes[1:]:
+                command(nodes[0], "CLUSTER", "MEET", ec.HOST, node.port, node.cluster_port)
+            for index, node in enumerate(nodes[count:]):
+                primary = nodes[index % count]
+                while primary.node_id not in ec._text(command(node, "CLUSTER", "NODES")):
+                    if time.monotonic() > deadline:
+                        raise ec.EmbeddedClusterError(f"{node} never met {primary}")
+                    time.sleep(0.05)
+                command(node, "CLUSTER", "REPLICATE", primary.node_id)
+
+    return SmallCluster
+
+
+@contextlib.contextmanager
+def private_store(
+    data_dir: Path,
+    primaries: int | None = None,
+    replicas: int = 0,
+    limits: CpuLimits | None = None,
+    groups: int | None = None,
+) -> Iterator[PrivateStore]:
+    """The bench's private store for the ``with`` block: one Redis (``primaries`` None,
+    the baseline) or a Redis Cluster of ``primaries`` primaries (its URL naming ``groups``
+    slot groups if given), every redis-server in a control group of its own from
+    ``limits`` when given; stopped at the end."""
+    if primaries is None:
+        from kibitz.shared.bus.embedded import EmbeddedRedis
+
+        with EmbeddedRedis(data_dir, persist=False) as redis:
+            assert redis.process is not None
+            if limits is not None:
+                limits.limit(redis.process.pid)
+            yield PrivateStore("single", redis.url, [redis.process.pid])
+        return
+    from kibitz.shared.bus import keys
+
+    cluster = bench_cluster(
+        data_dir / "redis-cluster", primaries, replicas, limits.limit if limits else None
+    )
+    with cluster:
+        nodes = cluster.primaries()
+        owners = [
+            nodes.index(cluster.node_for_key(keys.group_tag(g)))
+            for g in range(groups or keys.DEFAULT_GROUPS)
+        ]
+        control = nodes.index(cluster.node_for_key("{c}"))
+        yield PrivateStore(
+            "cluster",
+            cluster.url + (f"/?groups={groups}" if groups else ""),
+            [node.pid for node in nodes if node.pid is not None],
+            [node.pid for node in cluster.replicas() if node.pid is not None],
+            groups_per_primary=[owners.count(i) for i in range(len(nodes))],
+            control_primary=control,
+        )
+
+
+def _throttled(limits: CpuLimits | None, pids: list[int]) -> list[tuple[int, int]] | None:
+    """Each capped process's (periods, throttled periods) so far; None if any is unknown."""
+    if limits is None:
+        return None
+    readings = [limits.throttled(pid) for pid in pids]
+    known = [reading for reading in readings if reading is not None]
+    return known if len(known) == len(pids) else None
+
+
+def _cpu_used(pids: list[int]) -> list[float | None]:
+    return [cpu_seconds(pid) for pid in pids]
+
+
+def _spent(before: list[float | None], after: list[float | None]) -> list[float] | None:
+    """CPU seconds each process used between two readings (None if one is unknown)."""
+    spent = [b - a for a, b in zip(before, after, strict=True) if a is not None and b is not None]
+    return spent if len(spent) == len(before) else None
+
+
+def store_fields(
+    store: PrivateStore,
+    args: argparse.Namespace,
+    primaries_s: list[float] | None,
+    replicas_s: list[float] | None,
+    moves: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """The summary's fields about the private store: its kind and shape, and the CPU its
+    primaries (and replicas) used, per move and as a share of a core over ``seconds``."""
+    out: dict[str, Any] = {
+        "redis": store.kind,
+        "redis_primaries": len(store.primary_pids),
+        "redis_replicas": args.redis_replicas if store.kind == "cluster" else 0,
+        "redis_cpu_limit": args.redis_cpu_limit,
+    }
+    if store.kind == "cluster":
+        out["redis_groups_per_primary"] = store.groups_per_primary
+        out["redis_control_primary"] = store.control_primary
+    if primaries_s is not None and moves:
+        everything = sum(primaries_s) + sum(replicas_s or [])
+        out["redis_cpu_ms_per_move"] = round(everything * 1000 / moves, 3)
+        out["redis_cpu_ms_per_move_per_primary"] = [round(s * 1000 / moves, 3) for s in primaries_s]
+    if primaries_s is not None and seconds > 0:
+        out["redis_cores"] = [round(s / seconds, 3) for s in primaries_s]
+        if replicas_s:
+            out["redis_replica_cores"] = [round(s / seconds, 3) for s in replicas_s]
+    return out
+
+
+def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
+    """The bench on a private cluster: ``args.nodes`` nodes on one private store (one
+    Redis, or a Redis Cluster of ``args.redis_cluster`` primaries)."""
+    from kibitz.server.cli.serve import spawn_server
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         limits = None if args.cpu_limit is None else stack.enter_context(CpuLimits(args.cpu_limit))
+        redis_limits = (
+            None
+            if args.redis_cpu_limit is None
+            else stack.enter_context(CpuLimits(args.redis_cpu_limit))
+        )
+        store = stack.enter_context(
+            private_store(
+                Path(tmp), args.redis_cluster, args.redis_replicas, redis_limits, args.redis_groups
+            )
+        )
+        store_args, store_env = store.node_args()
         # All the bench's clients share one loopback address: lift the per-address limits.
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
@@ -466,8 +744,9 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
             cpus = sorted(os.sched_getaffinity(0))
             for i in range(args.nodes):
                 proc, url, _ = spawn_server(
-                    ["--host", "127.0.0.1", "--port", "0", "--redis", redis.url,
-                     "--workers", "0", "--data-dir", tmp, *unlimited]
+                    ["--host", "127.0.0.1", "--port", "0", *store_args,
+                     "--workers", "0", "--data-dir", tmp, *unlimited],
+                    env=store_env,
                 )  # fmt: skip
                 procs.append(proc)
                 urls.append(url)
@@ -478,10 +757,24 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                     os.sched_setaffinity(proc.pid, {cpus[i % len(cpus)]})
                 if limits is not None:
                     limits.limit(proc.pid)
-            redis_pid = redis.process.pid if redis.process is not None else None
             pids = [proc.pid for proc in procs]
-            cpu_before = [cpu_seconds(pid) for pid in pids]
-            redis_before = cpu_seconds(redis_pid) if redis_pid else None
+            # Redis's CPU with the nodes idle (their heartbeats, sweeps and probes): the
+            # part of the figures below that is not the moves'.
+            # Read when the store is the subject (a cluster, or Redis capped).
+            idle_spent = nodes_idle_spent = None
+            idle_window = IDLE_SECONDS
+            if args.redis_cluster is not None or args.redis_cpu_limit is not None:
+                idle_before, idle_started = _cpu_used(store.primary_pids), time.perf_counter()
+                nodes_idle_before = _cpu_used(pids)
+                time.sleep(IDLE_SECONDS)
+                idle_spent = _spent(idle_before, _cpu_used(store.primary_pids))
+                nodes_idle_spent = _spent(nodes_idle_before, _cpu_used(pids))
+                idle_window = time.perf_counter() - idle_started
+            cpu_before = _cpu_used(pids)
+            throttled_before = _throttled(redis_limits, store.primary_pids)
+            redis_before = _cpu_used(store.primary_pids)
+            replicas_before = _cpu_used(store.replica_pids)
+            window_started = time.perf_counter()
             # Memory per connection is measured on a single node only.
             client_before = time.process_time() + _childrencpu_seconds()
             result = asyncio.run(measure(urls, args, pids[0] if len(pids) == 1 else None))
@@ -489,8 +782,11 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
             # for by now; the nodes and Redis are not waited for until later).
             client_cpu = time.process_time() + _childrencpu_seconds() - client_before
             time.sleep(0.5)  # the server finishes with the closed connections: that counts
-            cpu_after = [cpu_seconds(pid) for pid in pids]
-            redis_after = cpu_seconds(redis_pid) if redis_pid else None
+            cpu_after = _cpu_used(pids)
+            redis_spent = _spent(redis_before, _cpu_used(store.primary_pids))
+            throttled_after = _throttled(redis_limits, store.primary_pids)
+            replicas_spent = _spent(replicas_before, _cpu_used(store.replica_pids))
+            window = time.perf_counter() - window_started
             result["nodes"] = args.nodes
             result["cpu_limit"] = args.cpu_limit
             # Room updates the nodes' listeners decoded, per move: about 1 when each room's
@@ -502,19 +798,28 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 heard = None
             if heard is not None and result["moves"]:
                 result["room_messages_per_move"] = round(heard / result["moves"], 2)
-            spent = [
-                after - before
-                for before, after in zip(cpu_before, cpu_after, strict=True)
-                if before is not None and after is not None
-            ]
-            if len(spent) == len(pids) and result["moves"]:
+            spent = _spent(cpu_before, cpu_after)
+            if spent is not None and result["moves"]:
                 result["server_cpu_ms_per_move"] = round(sum(spent) * 1000 / result["moves"], 3)
                 result["server_cpu_s"] = round(sum(spent), 2)
+            if spent is not None and window > 0:
+                result["node_cores"] = [round(s / window, 3) for s in spent]
             if result["moves"]:
                 result["client_cpu_ms_per_move"] = round(client_cpu * 1000 / result["moves"], 3)
-            if redis_before is not None and redis_after is not None and result["moves"]:
-                redis_ms = (redis_after - redis_before) * 1000 / result["moves"]
-                result["redis_cpu_ms_per_move"] = round(redis_ms, 3)
+            result.update(
+                store_fields(store, args, redis_spent, replicas_spent, result["moves"], window)
+            )
+            if idle_spent is not None:
+                result["redis_idle_cores"] = [round(s / idle_window, 3) for s in idle_spent]
+            if nodes_idle_spent is not None:
+                result["node_idle_cores"] = [round(s / idle_window, 3) for s in nodes_idle_spent]
+            if throttled_before is not None and throttled_after is not None:
+                # The share of the quota's periods in which each primary used all its quota
+                # and had to wait: near 1 when Redis is the limit.
+                result["redis_throttled"] = [
+                    round((t1 - t0) / (p1 - p0), 3) if p1 > p0 else 0.0
+                    for (p0, t0), (p1, t1) in zip(throttled_before, throttled_after, strict=True)
+                ]
             return result
         finally:
             for proc in procs:

@@ -66,7 +66,8 @@ class NodeConfig:
     host: str = setting("127.0.0.1", "the address to listen on", "--host")
     port: int = setting(8000, "the TCP port; 0 picks a free one", "--port", None, 0, 65535)
     redis_url: str | None = setting(
-        None, "the shared Redis; none: a private Redis in data_dir", "--redis",
+        None, "the shared Redis, or a Redis Cluster (redis+cluster://HOST:PORT,...[?groups=N],"
+        " also --redis-cluster); none: a private Redis in data_dir", "--redis",
         "KIBITZ_REDIS_URL", secret=True,
     )  # fmt: skip
     workers: int | None = setting(

@@ -67,6 +67,7 @@ from kibitz.server.http import (
 )
 from kibitz.server.loops.archiver import Archiver, Lifetimes
 from kibitz.server.loops.deadlines import DeadlineSweeper
+from kibitz.server.loops.relay import OutboxSweeper
 from kibitz.server.loops.results import ResultsConsumer
 from kibitz.server.loops.supervisor import Backoff, Supervisor
 from kibitz.server.metrics import Metrics
@@ -80,10 +81,11 @@ from kibitz.server.services.pool import Pool
 from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
 from kibitz.server.services.seeks import PUSH_INTERVAL_S, Seeks
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.bans import BanMirror
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import command_client, ping
-from kibitz.shared.bus.keys import POOL_CHANNEL, SEEKS_CHANNEL
+from kibitz.shared.bus.fanout import listen_address
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.bus.lobby import LiveRooms, SeekBoard
 from kibitz.shared.bus.pool import PoolBoard
@@ -131,6 +133,8 @@ RESTARTS: dict[str, Backoff] = {
     "analysis": Backoff(0.5, 5.0),
     # The ban mirror: a ban made by ``kibitz admin`` reaches the node soon after.
     "bans": Backoff(0.5, 2.0),
+    # Redis Cluster only: AI jobs a dead node left in a group's outbox, to the fair queue.
+    "relay": Backoff(0.1, 1.0),
 }
 
 
@@ -239,10 +243,10 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
     widen_ms = int(config.pool_widen_every_s * 1000)
     pool = Pool(PoolBoard(redis), service, node, bans, widen_ms)
     app[SEEKS_KEY] = seeks = Seeks(SeekBoard(redis), service, node, bans, pool)
-    app[HUB_KEY] = hub = Hub(redis.link.address, service, node, config.slow_client_s)
+    app[HUB_KEY] = hub = Hub(listen_address(redis), service, node, config.slow_client_s)
     supervisor = app[SUPERVISOR_KEY]
-    hub.channels[SEEKS_CHANNEL] = seeks.on_event
-    hub.channels[POOL_CHANNEL] = pool.on_event
+    hub.channels[keys.SEEKS_CHANNEL] = seeks.on_event
+    hub.channels[keys.POOL_CHANNEL] = pool.on_event
 
     # The event streams of lichess's API: their channel, their keep-alive loop.
     def spawn(name: str, body: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -266,6 +270,8 @@ async def start_node(app: web.Application, redis_url: str, database_url: str) ->
         "analysis": AnalysisCollector(redis, archive, node).run,
         "bans": bans.run,
     }
+    if keys.grouped():  # a Redis Cluster: the commits' AI jobs wait in per-group outboxes
+        loops["relay"] = OutboxSweeper(store).run
     for name, body in loops.items():
         supervisor.start(name, body, RESTARTS.get(name))
 

@@ -20,7 +20,21 @@ from kibitz.benchmarks.local_postgres import LocalPostgres, find_pg_bin
 from kibitz.server.cli.serve import spawn_server
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
+from kibitz.shared.bus.embedded_cluster import (
+    EmbeddedCluster,
+    Redis7MissingError,
+    find_cluster_binaries,
+)
 from kibitz.shared.bus.store import NODE_TTL_S
+
+
+@pytest.fixture(autouse=True)
+def key_layout(request: pytest.FixtureRequest) -> None:
+    """The key layout is chosen per process (``keys.configure``, called when a client
+    connects): a test not marked ``redis_cluster`` starts on the single-Redis layout, so a
+    cluster test before it cannot leave its layout behind."""
+    if request.node.get_closest_marker("redis_cluster") is None:
+        keys.configure(0)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,6 +81,33 @@ def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedi
     server = EmbeddedRedis(tmp_path_factory.mktemp("own-redis"), persist=False).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+    """A private Redis Cluster for the session: 3 primaries, each with a replica, node
+    timeout 1 s (the product's launcher, shared/bus/embedded_cluster.py). Tests that
+    kill, freeze or reshard start a cluster of their own."""
+    try:
+        find_cluster_binaries()
+    except Redis7MissingError as exc:
+        # A failure, not a skip: a missing install must not pass as proven.
+        pytest.fail(f"{exc} (.ci/run installs Debian's redis-server and redis-tools)")
+    cluster = EmbeddedCluster(
+        tmp_path_factory.mktemp("redis-cluster"),
+        primaries=3,
+        replicas_per_primary=1,
+        node_timeout_ms=1000,
+    ).start()
+    yield cluster
+    cluster.stop()
+
+
+def flush_cluster(cluster: EmbeddedCluster) -> None:
+    """Empty ``cluster``: FLUSHALL on every primary (their replicas follow)."""
+    for node in cluster.primaries():
+        with node.client() as client:
+            client.flushall()
 
 
 @dataclass

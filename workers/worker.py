@@ -51,15 +51,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from kibitz.shared.bus import analysis
+from kibitz.shared.bus import analysis, keys
 from kibitz.shared.bus.analysis import AnalysisJobs
+from kibitz.shared.bus.connect import ClusterURL, is_cluster_url
 from kibitz.shared.bus.consumer import BlockingConsumer, ConsumerPolicy, Entry, missing_group
 from kibitz.shared.bus.errors import BusConnectionError, BusError, BusTimeoutError
 from kibitz.shared.bus.fair_queue import YIELD_AFTER_MS, owner_lane
 from kibitz.shared.bus.jobs import WorkerBus
-from kibitz.shared.bus.keys import DEAD_JOBS as DEAD
-from kibitz.shared.bus.keys import JOBS, WORKERS_GROUP
-from kibitz.shared.bus.keys import RESULTS as RESULTS  # named here by the tests
+from kibitz.shared.bus.keys import WORKERS_GROUP
 from kibitz.shared.bus.keys import room_key as room_key  # named here by the tests
 from kibitz.shared.games import find_game
 from kibitz.shared.protocol.client_out import Thinking
@@ -88,6 +87,18 @@ log = logging.getLogger(__name__)
 
 
 GROUP = WORKERS_GROUP
+#: Global key names the tests import from here; read from ``keys`` when asked for, since
+#: the worker's URL chooses the layout (a Redis Cluster's names carry the control tag).
+_KEY_NAMES = {"JOBS": "JOBS", "RESULTS": "RESULTS", "DEAD": "DEAD_JOBS"}
+
+
+def __getattr__(name: str) -> str:
+    if name in _KEY_NAMES:
+        value: str = getattr(keys, _KEY_NAMES[name])
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 BLOCK_MS = 500  # an idle round: heartbeat, dispatch, reclaim, then wait this long for a job
 MAX_DELIVERIES = 3  # a job delivered more often than this (its workers died) is dead
 HEARTBEAT_TTL_S = 15
@@ -342,8 +353,8 @@ def job_policy(lease_ms: int) -> ConsumerPolicy:
     ``jobs:dead``; a finished job is deleted, so the stream holds only unfinished jobs
     (what the fair queue's dispatch window counts)."""
     return ConsumerPolicy(
-        JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=BLOCK_MS,
-        max_deliveries=MAX_DELIVERIES, dead_letters=DEAD,
+        keys.JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=BLOCK_MS,
+        max_deliveries=MAX_DELIVERIES, dead_letters=keys.DEAD_JOBS,
     )  # fmt: skip
 
 
@@ -351,7 +362,7 @@ def analysis_policy(lease_ms: int) -> ConsumerPolicy:
     """How a worker reads analysis jobs: as live ones, never waiting; a job delivered
     more than ``MAX_DELIVERIES`` times is stored as a failed evaluation (no dead letters)."""
     return ConsumerPolicy(
-        analysis.JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=None,
+        keys.ANALYSIS_JOBS, GROUP, claim_idle_ms=lease_ms, count=1, block_ms=None,
         max_deliveries=MAX_DELIVERIES,
     )  # fmt: skip
 
@@ -635,7 +646,15 @@ def analyse_position(
 
 
 def without_password(url: str) -> str:
-    """A Redis URL fit for logs."""
+    """A Redis URL fit for logs (a Redis Cluster's too)."""
+    if is_cluster_url(url):
+        scheme = url.split("://", 1)[0]
+        try:
+            parsed = ClusterURL.parse(url)
+        except ValueError:
+            return f"{scheme}://..."
+        nodes = ",".join(f"{host}:{port}" for host, port in parsed.nodes)
+        return f"{scheme}://{nodes}?groups={parsed.groups}"
     parts = urlsplit(url)
     if parts.password is None:
         return url

@@ -15,7 +15,7 @@ from kibitz.server.cli import add_lazy_subcommands
 BENCHMARKS: tuple[tuple[str, str], ...] = (
     ("perft", "rules speed (leaves/s) against python-chess and pydraughts"),
     ("search", "searcher speed vs easyAI (Othello depth 8) and nodes/s per game"),
-    ("load", "concurrent games over WebSockets: latency, moves/s"),
+    ("load", "concurrent games over WebSockets: latency, moves/s (N nodes, a Redis Cluster)"),
     ("faults", "AI first-move latency under a flood; time to replace a killed worker"),
     ("recovery", "time for nodes to deliver again after Redis restarts and stalls"),
     ("archive", "finished games into the database: games/s, Redis memory after"),

@@ -28,6 +28,7 @@ from kibitz.server.gateway.limits import listening_origins, parse_origin
 from kibitz.server.loops.local_workers import Lifeline, LocalWorkers, stop_stale_workers
 from kibitz.server.node import build_app
 from kibitz.server.services.limits import Limits
+from kibitz.shared.bus.connect import ClusterURL, cluster_url, is_cluster_url
 from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.workers.engines import parse_engine_specs
 
@@ -53,7 +54,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--redis",
         dest="redis_url",
         default=None,
-        help="Redis URL of a shared store (default: $KIBITZ_REDIS_URL, else a private Redis)",
+        help="Redis URL of a shared store: redis://, rediss://, unix://, or a Redis Cluster's "
+        "redis+cluster://[:PASSWORD@]HOST:PORT,HOST:PORT[?groups=N] (default: "
+        "$KIBITZ_REDIS_URL, else a private Redis)",
+    )
+    parser.add_argument(
+        "--redis-cluster",
+        dest="redis_cluster",
+        nargs="+",
+        default=None,
+        metavar="NODE",
+        help="a shared Redis Cluster instead of --redis: some of its nodes, as HOST:PORT or "
+        "redis://[:PASSWORD@]HOST:PORT (any will do: the rest are asked for); the same as "
+        "--redis redis+cluster://...",
     )
     parser.add_argument(
         "--workers",
@@ -232,7 +245,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def config_from_args(args: argparse.Namespace) -> NodeConfig:
     """The node's one configuration: the flags given, else their variables, else the
     defaults (server/config.py). Raises ConfigError naming the flag or variable."""
-    return from_sources(vars(args), os.environ)
+    flags = dict(vars(args))
+    nodes = flags.pop("redis_cluster", None)
+    if nodes:
+        if flags.get("redis_url"):
+            raise ConfigError("--redis and --redis-cluster: name the shared Redis once")
+        try:
+            flags["redis_url"] = cluster_url(nodes)
+        except ValueError as exc:
+            raise ConfigError(f"--redis-cluster: {exc}") from None
+    config = from_sources(flags, os.environ)
+    check_redis_url(config.redis_url, "--redis-cluster" if nodes else None)
+    return config
+
+
+def check_redis_url(url: str | None, source: str | None = None) -> None:
+    """Refuse a Redis Cluster URL that does not parse (ConfigError), before anything starts."""
+    if url and is_cluster_url(url):
+        try:
+            ClusterURL.parse(url)
+        except ValueError as exc:
+            raise ConfigError(f"{source or '--redis (or $KIBITZ_REDIS_URL)'}: {exc}") from None
 
 
 def limits_of(config: NodeConfig) -> Limits:

@@ -24,12 +24,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--redis",
         default=os.environ.get("KIBITZ_REDIS_URL"),
-        help="read the status from Redis directly instead of asking a server",
+        help="read the status from Redis directly instead of asking a server (a Redis "
+        "Cluster: redis+cluster://[:PASSWORD@]HOST:PORT,...[?groups=N], the deployment's N)",
+    )
+    parser.add_argument(
+        "--redis-cluster",
+        nargs="+",
+        default=None,
+        metavar="NODE",
+        help="read it from a Redis Cluster: some of its nodes, as HOST:PORT or "
+        "redis://[:PASSWORD@]HOST:PORT (the same as --redis redis+cluster://...)",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.redis_cluster:
+        from kibitz.shared.bus.connect import cluster_url
+
+        try:
+            args.redis = cluster_url(args.redis_cluster)
+        except ValueError as exc:
+            raise SystemExit(f"kibitz status: --redis-cluster: {exc}") from None
     if args.redis:
         status = asyncio.run(_from_redis(args.redis))
     else:

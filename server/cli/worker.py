@@ -20,10 +20,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--redis",
-        default=os.environ.get("KIBITZ_REDIS_URL"),
+        default=None,
         metavar="URL",
-        help="the shared Redis (default: $KIBITZ_REDIS_URL, which is better for a URL with "
+        help="the shared Redis, or a Redis Cluster as redis+cluster://[:PASSWORD@]HOST:PORT,"
+        "HOST:PORT[?groups=N] (default: $KIBITZ_REDIS_URL, which is better for a URL with "
         "a password: every user can read a command line, not the environment)",
+    )
+    parser.add_argument(
+        "--redis-cluster",
+        nargs="+",
+        default=None,
+        metavar="NODE",
+        help="a shared Redis Cluster instead of --redis: some of its nodes, as HOST:PORT or "
+        "redis://[:PASSWORD@]HOST:PORT; the same as --redis redis+cluster://... (a password "
+        "is better in $KIBITZ_REDIS_URL)",
     )
     parser.add_argument("--concurrency", type=int, default=1, help="worker processes")
     parser.add_argument(
@@ -45,9 +55,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def redis_url_of(args: argparse.Namespace, environ: dict[str, str] | None = None) -> str:
+    """The worker's Redis: --redis, else --redis-cluster's nodes, else $KIBITZ_REDIS_URL
+    (SystemExit for none, both flags, or a cluster URL that does not parse)."""
+    from kibitz.shared.bus.connect import ClusterURL, cluster_url, is_cluster_url
+
+    env = os.environ if environ is None else environ
+    if args.redis and args.redis_cluster:
+        raise SystemExit("kibitz worker: --redis and --redis-cluster: name the shared Redis once")
+    try:
+        url = cluster_url(args.redis_cluster) if args.redis_cluster else args.redis
+        url = url or env.get("KIBITZ_REDIS_URL")
+        if url and is_cluster_url(url):
+            ClusterURL.parse(url)
+    except ValueError as exc:
+        raise SystemExit(f"kibitz worker: {exc}") from None
+    if not url:
+        raise SystemExit(
+            "kibitz worker: --redis URL, --redis-cluster NODE... (or KIBITZ_REDIS_URL) is required"
+        )
+    return url
+
+
 def run(args: argparse.Namespace) -> int:
-    if not args.redis:
-        raise SystemExit("kibitz worker: --redis URL (or KIBITZ_REDIS_URL) is required")
+    args.redis = redis_url_of(args)
     try:
         engines = parse_engine_specs(args.engine)
     except ValueError as exc:

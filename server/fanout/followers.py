@@ -76,9 +76,9 @@ class Followers:
 
     def deliver(self, channel: str, data: str) -> None:
         """A message heard on a room's channel, to the followers here it is for."""
-        room_id = channel[len(keys.ROOM_PREFIX) + 1 : -1]  # kibitz:room:{ID}
-        followers = self.rooms.get(room_id)
-        if not followers or up_to_date(room_id, followers, data):
+        room_id = keys.room_id_of(channel)  # kibitz:room:{ID}, kibitz:{gN}:room:ID
+        followers = self.rooms.get(room_id) if room_id is not None else None
+        if room_id is None or not followers or up_to_date(room_id, followers, data):
             return
         try:
             message = parse_room_message(data)

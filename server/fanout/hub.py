@@ -15,6 +15,8 @@ probe's pace, the pings of seated connections for their lag, and the node's drai
 - frames.py: a snapshot encoded once per kind of viewer, as whole WebSocket frames;
 - followers.py: who follows which room here, and which of them gets each message;
 - listener.py: the one pub/sub subscription, its liveness and its re-subscription;
+- shards.py: on a Redis Cluster instead, one sharded subscription per primary needed,
+  each with its own probe, following slots when they move or fail over;
 - resync.py: what followers are sent after updates may have been missed;
 - presence.py: this node's share of its rooms' presence counts and their broadcasts;
 - lag.py: each seated connection's round trips, from the pings sent here;
@@ -40,10 +42,11 @@ from kibitz.server.fanout.lag import PING_CHECK_S, PING_INTERVAL_S
 from kibitz.server.fanout.listener import PROBE_S, Listener
 from kibitz.server.fanout.presence import ABSENT, Presence
 from kibitz.server.fanout.resync import Resync
+from kibitz.server.fanout.shards import ShardedListener
 from kibitz.server.fanout.tasks import TaskSet
 from kibitz.server.services.rooms import RoomService
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.fanout import FanoutBus
-from kibitz.shared.bus.keys import NODE_DIED
 from kibitz.shared.bus.link import Address
 
 log = logging.getLogger(__name__)
@@ -60,7 +63,8 @@ START_S = 10.0  # how long :meth:`Hub.start` waits for the first subscription to
 
 class Hub:
     """Follows the channels of the rooms followed here on one pub/sub connection
-    (listener.py) and fans out locally (followers.py).
+    (listener.py; on a Redis Cluster one per primary, shards.py) and fans out locally
+    (followers.py).
 
     :meth:`follow` returns only once Redis has confirmed the room's subscription: whatever
     the caller then reads of the room, no later update can be missed. ``healthy`` is
@@ -86,10 +90,17 @@ class Hub:
         self.followers = Followers(on_emptied=self._room_emptied)
         self.presence = Presence(service, self.followers, self.bus, self.tasks)
         self.resync = Resync(service, self.followers, self.presence, self.tasks)
-        self.listener = Listener(
-            self.bus, self.followers, self.resync.all_later, self.resync.room_later
-        )
-        self.listener.channels[NODE_DIED] = self.presence.on_node_died
+        self.listener: Listener | ShardedListener
+        if self.bus.sharded:  # a Redis Cluster: one subscription per primary (shards.py)
+            self.listener = ShardedListener(
+                self.bus, self.followers, self.resync.all_later, self.resync.rooms_later,
+                self.resync.room_later,
+            )  # fmt: skip
+        else:
+            self.listener = Listener(
+                self.bus, self.followers, self.resync.all_later, self.resync.room_later
+            )
+        self.listener.channels[keys.NODE_DIED] = self.presence.on_node_died
         #: Set on SIGTERM: no request is taken any more (see :meth:`drain`).
         self.draining = False
 
@@ -239,7 +250,7 @@ class Hub:
         Redis answers, also pay back the departures it could not be told of. A failure
         raises to the supervisor, which starts this again within about PROBE_S."""
         while True:
-            await self.bus.publish_probe()
+            await self.listener.probe()
             if self.presence.owed_leaves:
                 await self.presence.pay_owed_leaves()
             await asyncio.sleep(PROBE_S)

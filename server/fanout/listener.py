@@ -1,4 +1,5 @@
 """The node's one pub/sub subscription: which channels it holds, and whether it works.
+(On a Redis Cluster the hub uses shards.py instead: one sharded subscription per primary.)
 
 Decides the subscription's life. A room's channel is subscribed when its first local
 follower arrives and unsubscribed when its last one leaves (a burst of departures in one
@@ -121,6 +122,11 @@ class Listener:
             log.warning("subscription to room %s not confirmed in %.0f s; re-syncing it "
                         "once it is", room_id, SUBSCRIBE_TIMEOUT_S)  # fmt: skip
             confirmed.add_done_callback(lambda _f: self._resync_room(room_id))
+
+    async def probe(self) -> None:
+        """Publish the liveness probe the listener must hear back (the hub's probe loop,
+        every PROBE_S)."""
+        await self.bus.publish_probe()
 
     def room_emptied(self, room_id: str) -> None:
         """The last local follower of ``room_id`` left: unsubscribe it soon, unless one

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Iterable
 
 from kibitz.server.fanout.followers import Followers, players_first
 from kibitz.server.fanout.frames import StateFrames
@@ -47,7 +48,13 @@ class Resync:
 
     def all_later(self) -> None:
         """Resync every followed room, in the background, until it succeeds."""
-        self.tasks.spawn(self._all_until_done())
+        self.tasks.spawn(self._until_done(None))
+
+    def rooms_later(self, room_ids: Iterable[str]) -> None:
+        """Resync these rooms (those still followed), in the background, until it
+        succeeds: on a Redis Cluster, the rooms of a subscription lost and made again
+        elsewhere (shards.py)."""
+        self.tasks.spawn(self._until_done(list(room_ids)))
 
     def room_later(self, room_id: str) -> None:
         """Resync one room, in the background, once (a failure is logged)."""
@@ -60,11 +67,11 @@ class Resync:
             raise_if_stopping()
             log.warning("resync of %s failed: %s", room_id, why(exc))
 
-    async def _all_until_done(self) -> None:
+    async def _until_done(self, room_ids: list[str] | None) -> None:
         # A task of its own, not a node loop: it ends once done (see the module doc).
         for tries in range(1, MAX_TRIES + 1):
             try:
-                await self._all()
+                await self._all(room_ids)
                 return
             except (BusError, OSError) as exc:
                 raise_if_stopping()
@@ -72,9 +79,11 @@ class Resync:
                 await asyncio.sleep(RETRIES.delay(tries, random.random()))
         log.error("resync given up after %d tries; the next re-subscription resyncs", MAX_TRIES)
 
-    async def _all(self) -> None:
-        """Send every followed room as Redis holds it now, in bounded batches."""
-        room_ids = list(self.followers.rooms)
+    async def _all(self, only: list[str] | None = None) -> None:
+        """Send every followed room (or those of ``only`` still followed) as Redis holds
+        it now, in bounded batches."""
+        rooms = self.followers.rooms
+        room_ids = list(rooms) if only is None else [r for r in only if r in rooms]
         for i in range(0, len(room_ids), RESYNC_BATCH):
             batch = room_ids[i : i + RESYNC_BATCH]
             await asyncio.gather(*(self.room(room_id) for room_id in batch))

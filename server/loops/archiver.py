@@ -15,10 +15,21 @@ another node claims it (``XAUTOCLAIM``) once it has been idle ``CLAIM_IDLE_MS``.
 database or Redis error leaves the entry pending, to be claimed and tried again; an
 entry whose room is gone (or not over) is acknowledged and logged.
 
+**On a Redis Cluster** the commit appends to its room's slot group's stream
+(``kibitz:{gN}:archive``, ``keys.archive(g)``), so there is one stream per group, each
+with its own ``archivers`` group; a blocking read cannot span slots, so the archiver reads
+them all through :class:`~kibitz.shared.bus.consumer.GroupedConsumer`: claims and new
+reads of every stream in one pipeline (one batch of commands per cluster node, not
+blocking), polled every ``consumer.POLL_S`` while nothing comes, each entry acknowledged
+on its own stream (the room's group's, by :meth:`RoomStore.archived`). An entry written
+twice (a failover replayed it, a node queued it again) writes the same row twice: the
+upsert by id keeps one, and a rated game's change is applied once.
+
 **Sweeping.** Each node also looks, every ``SWEEP_S``, at up to ``SWEEP_BATCH`` lobby
 entries (``kibitz:rooms:live``) older than the shorter of the two lifetimes below,
 oldest first, going on from where it stopped the round before (every unfinished room,
-timed or not, is in that set, scored by its last change, so every one is visited):
+timed or not, is in that set, scored by its last change, so every one is visited; on a
+Redis Cluster each group's lobby in turn, a round reading at most one page of each):
 
 - a room whose keys expired (a waiting room nobody joined, after ``waiting_ttl_ms``)
   is taken off the lobby;
@@ -39,7 +50,7 @@ timed or not, is in that set, scored by its last change, so every one is visited
 
 Once after it starts, a node also walks all room keys, ``LEGACY_SCAN`` at a time each
 round, and queues for archiving every finished room without a TTL: games that ended
-before the archive existed.
+before the archive existed (not on a Redis Cluster, which came later: it has none).
 
 Any node may sweep the same room at the same time: the commit is versioned, the delete
 is guarded by the version, and the archive stream's consumer group hands each entry to
@@ -75,10 +86,10 @@ from kibitz.server.domain.room import Room, ends_when_left
 from kibitz.server.services.chat import settle_record_chat
 from kibitz.server.services.room_store import RoomStore
 from kibitz.server.services.rooms import RoomService
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import AsyncClient
-from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer
-from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP
+from kibitz.shared.bus.consumer import AsyncConsumer, ConsumerPolicy, Entry, consumer_of
 from kibitz.shared.bus.store import FINISHED_TTL_MS, WAITING_TTL_MS
 
 log = logging.getLogger(__name__)
@@ -98,13 +109,23 @@ IDLE_GAME_LIMIT_MS = 3 * 24 * 60 * 60 * 1000
 UNSTARTED_TTL_MS = 10 * 60 * 1000  # an untimed game nobody has moved in is aborted
 ABANDON_AFTER_MS = 30 * 60 * 1000  # both players gone this long: the game is abandoned
 ABANDON_AI_AFTER_MS = 24 * 60 * 60 * 1000  # the same for the human of a game against the AI
-#: The archive stream through the one stream consumer: the archiver acknowledges an entry
-#: itself (with the room's new lifetime, in one step), and retries one for ever: an entry
-#: not archived (the database or Redis away) stays pending, claimed again after
-#: CLAIM_IDLE_MS; one that names no finished room is dropped.
-POLICY = ConsumerPolicy(
-    ARCHIVE, ARCHIVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH, block_ms=BLOCK_MS
-)
+
+
+def policy() -> ConsumerPolicy:
+    """The archive streams through the one stream consumer: the archiver acknowledges an
+    entry itself (with the room's new lifetime, in one step), and retries one for ever: an
+    entry not archived (the database or Redis away) stays pending, claimed again after
+    CLAIM_IDLE_MS; one that names no finished room is dropped. (Its stream is group 0's;
+    on a Redis Cluster :func:`streams` names them all.)"""
+    return ConsumerPolicy(
+        keys.archive(0), keys.ARCHIVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH,
+        block_ms=BLOCK_MS,
+    )  # fmt: skip
+
+
+def streams() -> list[str]:
+    """Every archive stream: one on a single Redis, each slot group's on a Redis Cluster."""
+    return [keys.archive(group) for group in keys.groups()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +165,7 @@ class Lifetimes:
 class _Entry:
     """An archive entry read, and the record of the game it names."""
 
-    entry_id: str
+    entry: Entry
     room_id: str
     ttl_ms: int
     record: dict[str, Any]
@@ -174,10 +195,14 @@ class Archiver:
         self.lifetimes = lifetimes
         self.delay_s = delay_s
         self.release_delay_s = release_delay_s
-        self._sweep_offset = 0
+        self._sweep_offset = 0  # where the next sweep goes on in the lobby
+        self._sweep_offsets: dict[int, int] = {}  # the same, per group, on a Redis Cluster
+        self._sweep_group = 0  # the group the next sweep starts in, on a Redis Cluster
         self._next_sweep = 0.0
-        self._legacy_cursor: int | None = 0  # None once the pass over old rooms is done
-        self.stream = StreamConsumer(redis, POLICY, node)
+        # None once the pass over old rooms is done; a Redis Cluster has none (kibitz
+        # came to clusters after the archive), and SCAN would see one primary only.
+        self._legacy_cursor: int | None = None if keys.grouped() else 0
+        self.stream: AsyncConsumer = consumer_of(redis, policy(), node, streams())
 
     async def run(self) -> None:
         """Archive and sweep until cancelled. A failure (Redis or the database away, the
@@ -230,7 +255,7 @@ class Archiver:
         if room is None or room.status != "over":
             why = "gone" if room is None else room.status
             log.error("archive entry %s names room %r (%s); dropping it", entry_id, room_id, why)
-            await self.stream.ack(entry_id)
+            await self.stream.ack_entries(entry)
             return None
         # The chat after the mark is cleared: a line said later queues the room again.
         events, chat = await asyncio.gather(
@@ -240,21 +265,31 @@ class Archiver:
             record = record_of(room, events, chat)
         except (KeyError, TypeError, ValueError) as exc:
             log.error("cannot make the record of room %s (%s); dropping it", room_id, exc)
-            await self.stream.ack(entry_id)
+            await self.stream.ack_entries(entry)
             return None
-        return _Entry(entry_id, room_id, ttl_ms, record)
+        return _Entry(entry, room_id, ttl_ms, record)
 
     async def _save_one(self, entry: _Entry) -> None:
         try:
             await self.archive.save(entry.record)
         except ArchiveError as exc:
             log.error("cannot archive room %s (%s); dropping it", entry.room_id, exc)
-            await self.stream.ack(entry.entry_id)
+            await self.stream.ack_entries(entry.entry)
             return
         await self._release(entry)
 
     async def _release(self, entry: _Entry) -> None:
-        await self.store.archived(entry.room_id, entry.entry_id, entry.ttl_ms)
+        """Acknowledge the entry, give the room its lifetime, take it off the lobby (one
+        step, on the stream of the room's group)."""
+        stream = entry.entry.stream
+        if not stream or stream == keys.archive(keys.group_of(entry.room_id)):
+            await self.store.archived(entry.room_id, entry.entry.id, entry.ttl_ms)
+            return
+        # Queued in another group's stream than its room's (no writer does that): the
+        # room's step is taken with no entry ("0-0" names none), the entry acknowledged
+        # on its own stream.
+        await self.store.archived(entry.room_id, "0-0", entry.ttl_ms)
+        await self.stream.ack_entries(entry.entry)
 
     async def _end_if_idle(self, room: Room, now: int) -> bool:
         """End ``room``'s game if nobody plays on (see the module doc): an untimed one
@@ -299,9 +334,14 @@ class Archiver:
         rooms it ended or forgot."""
         now = int(time.time() * 1000)
         oldest = self.lifetimes.shortest_ms()
-        ids = await self.store.live_rooms_idle_since(now - oldest, self._sweep_offset, SWEEP_BATCH)
-        # Go on from here next round, or start again at the oldest after the last page.
-        self._sweep_offset = self._sweep_offset + len(ids) if len(ids) == SWEEP_BATCH else 0
+        if keys.grouped():
+            ids = await self._idle_in_groups(now - oldest)
+        else:
+            ids = await self.store.live_rooms_idle_since(
+                now - oldest, self._sweep_offset, SWEEP_BATCH
+            )
+            # Go on from here next round, or start again at the oldest after the last page.
+            self._sweep_offset = self._sweep_offset + len(ids) if len(ids) == SWEEP_BATCH else 0
         changed = 0
         for room_id in ids:
             room = await self.store.load(room_id)
@@ -317,3 +357,21 @@ class Archiver:
                 # Still here past its lifetime and no TTL: made before rooms had one.
                 changed += await self.store.forget(room_id, room.version)
         return changed
+
+    async def _idle_in_groups(self, before_ms: int) -> list[str]:
+        """On a Redis Cluster, one sweep's lobby entries: each group's lobby in turn, from
+        where the last round stopped, until SWEEP_BATCH entries are found or every group
+        was looked at once (so a round reads at most one page of each group)."""
+        found: list[str] = []
+        for _ in keys.groups():
+            group = self._sweep_group % keys.group_count()
+            offset = self._sweep_offsets.get(group, 0)
+            want = SWEEP_BATCH - len(found)
+            ids = await self.store.live_rooms_idle_since(before_ms, offset, want, group=group)
+            found += ids
+            if len(ids) == want:  # the page is full: this group goes on next round
+                self._sweep_offsets[group] = offset + len(ids)
+                break
+            self._sweep_offsets[group] = 0  # done with it: from its oldest next time
+            self._sweep_group = group + 1
+        return found

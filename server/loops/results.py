@@ -1,12 +1,14 @@
 """Apply the moves workers post on the ``results`` stream.
 
 All server nodes read the stream through one consumer group, so each result is handled
-by one node. Applying is a versioned commit like any move: a late or duplicate result
-finds the room at another version and changes nothing. A node that dies with results
-pending leaves them to the others, which claim them after ``CLAIM_IDLE_MS``.
+by one node (on a Redis Cluster too: the stream is on the control slot,
+``kibitz:{c}:results``). Applying is a versioned commit like any move: a late or
+duplicate result finds the room at another version and changes nothing. A node that
+dies with results pending leaves them to the others, which claim them after
+``CLAIM_IDLE_MS``.
 
 The stream is read through the one stream consumer (``shared/bus/consumer.py``) with
-:data:`POLICY`: a result that cannot be parsed, or whose commit fails for a reason that
+:func:`policy`: a result that cannot be parsed, or whose commit fails for a reason that
 is not Redis being away, is logged and dropped at once (a poison entry must not stop
 every AI game); one that meets Redis away stays pending and is tried again once the
 node's supervisor has started the loop again (server/loops/supervisor.py).
@@ -19,9 +21,9 @@ import logging
 from prometheus_client import Counter
 
 from kibitz.server.services.rooms import RoomService
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.connect import AsyncClient
 from kibitz.shared.bus.consumer import ConsumerPolicy, Entry, StreamConsumer, Unparsable
-from kibitz.shared.bus.keys import RESULTS, SERVERS_GROUP
 from kibitz.shared.protocol.codec import ProtocolError
 from kibitz.shared.protocol.jobs import JobResult
 
@@ -31,10 +33,14 @@ BLOCK_MS = 1000  # the longest wait of a read for a new result
 CLAIM_IDLE_MS = 10_000  # a result pending this long was left by a dead node
 BATCH = 50  # results claimed, or read, at once
 
-POLICY = ConsumerPolicy(
-    RESULTS, SERVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH, block_ms=BLOCK_MS,
-    on_failure="give_up",  # no dead letters: a result nobody can apply is dropped
-)  # fmt: skip
+
+def policy() -> ConsumerPolicy:
+    """How the results stream is read (its name as ``keys.configure`` left it)."""
+    return ConsumerPolicy(
+        keys.RESULTS, keys.SERVERS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=BATCH,
+        block_ms=BLOCK_MS,
+        on_failure="give_up",  # no dead letters: a result nobody can apply is dropped
+    )  # fmt: skip
 
 
 class ResultsConsumer:
@@ -46,7 +52,7 @@ class ResultsConsumer:
         applied: Counter,
         fallbacks: Counter,
     ) -> None:
-        self.stream = StreamConsumer(redis, POLICY, node)
+        self.stream = StreamConsumer(redis, policy(), node)
         self.service = service
         self.node = node
         self.applied = applied

@@ -19,7 +19,7 @@ Every node runs an :class:`AnalysisCollector` on that stream (consumer group
 row per game, an upsert), and only then deletes the Redis state and acknowledges the
 entry; a node that dies in between leaves the entry pending for another node to claim.
 The collector reads through the one stream consumer (``shared/bus/consumer.py``) with
-:data:`COLLECT_POLICY`: an entry whose storing fails (the database away, or anything
+:func:`collect_policy`: an entry whose storing fails (the database away, or anything
 else) stays pending and is tried again.
 
 Scores are from the first player's (White's) point of view, in the game's unit (its
@@ -65,9 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JOBS = bus.JOBS
-FINISHED = bus.FINISHED
-ACTIVE = bus.ACTIVE
 WORKERS_GROUP = bus.JOBS_GROUP
 COLLECTORS_GROUP = bus.COLLECTORS_GROUP
 STATE_TTL_MS = bus.STATE_TTL_MS
@@ -79,10 +76,23 @@ MAX_PER_ADDRESS = 4  # of those, requested from one address
 BLOCK_MS = 1000  # the longest wait of the collector's read
 CLAIM_IDLE_MS = 10_000  # a finished entry pending this long was left by a dead node
 COLLECT_BATCH = 10  # finished entries claimed, or read, at once
-COLLECT_POLICY = ConsumerPolicy(
-    FINISHED, COLLECTORS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=COLLECT_BATCH,
-    block_ms=BLOCK_MS,  # on_failure "raise": an entry not stored stays pending, no limit
-)  # fmt: skip
+
+
+def __getattr__(name: str) -> str:
+    """``JOBS``, ``FINISHED``, ``ACTIVE``: the bus's key names as ``keys.configure`` left
+    them (read at the time of use; a Redis Cluster names them on the control slot)."""
+    if name in ("JOBS", "FINISHED", "ACTIVE"):
+        return str(getattr(bus, name))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def collect_policy() -> ConsumerPolicy:
+    """How the finished analyses are read (the stream's name read now)."""
+    return ConsumerPolicy(
+        bus.FINISHED, COLLECTORS_GROUP, claim_idle_ms=CLAIM_IDLE_MS, count=COLLECT_BATCH,
+        block_ms=BLOCK_MS,  # on_failure "raise": an entry not stored stays pending, no limit
+    )  # fmt: skip
+
 
 Status = Literal["queued", "running", "done", "failed"]
 
@@ -266,7 +276,7 @@ class AnalysisCollector:
 
     def __init__(self, redis: AsyncClient, archive: Archive, node: str) -> None:
         self.store = AnalysisStore(redis)
-        self.stream = StreamConsumer(redis, COLLECT_POLICY, node)
+        self.stream = StreamConsumer(redis, collect_policy(), node)
         self.archive = archive
         self.node = node
 

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from kibitz.server.domain import clocks
+from kibitz.server.domain import ai_watch, clocks
 from kibitz.server.domain import room as rooms
 from kibitz.server.domain.anchors import AnchorError, level_rating
 from kibitz.server.domain.players import Account
@@ -112,6 +112,8 @@ class RoomService:
         limiter: AddressLimiter | None = None,
         claim_after_ms: int | None = None,
         ai_game_grace_ms: int = AI_GAMES_GRACE_MS,
+        ai_watch_grace_ms: int = ai_watch.GRACE_MS,
+        ai_watch_attempts: int = ai_watch.ATTEMPTS,
     ) -> None:
         """``ai_games_per_owner``: AI games one owner (an address, or an account) may be
         playing (default: :class:`~kibitz.server.services.limits.Limits`'
@@ -119,13 +121,18 @@ class RoomService:
         ``ai_game_grace_ms``;
         ``first_move_ms``: how long each side of a timed game has for its first move;
         ``limiter``: the per-address room budget (None: rooms are not counted);
-        ``claim_after_ms``: the node config's (server/config.py)."""
+        ``claim_after_ms``: the node config's (server/config.py);
+        ``ai_watch_grace_ms``, ``ai_watch_attempts``: the AI-turn watchdog's grace past
+        the time an AI's move is expected back, and how often it queues a job again at
+        most (:meth:`watch_ai`)."""
         self.store = store
         self.limiter = limiter
         self.ai_games_per_owner = (
             Limits().ai_games_per_address if ai_games_per_owner is None else ai_games_per_owner
         )
         self.ai_game_grace_ms = ai_game_grace_ms
+        self.ai_watch_grace_ms = ai_watch_grace_ms
+        self.ai_watch_attempts = ai_watch_attempts
         self.first_move_ms = first_move_ms
         #: How long a player must be gone before the opponent may claim, for every room
         #: (KIBITZ_CLAIM_AFTER_MS; None: 30 s in timed games, 120 s in untimed ones).
@@ -471,6 +478,62 @@ class RoomService:
             return False
         return True
 
+    async def watch_ai(self, room_id: str) -> ai_watch.Step | None:
+        """The AI-turn watchdog (server/domain/ai_watch.py), for a room the deadline
+        sweeper found due with nothing due on its clock: if it is still at an AI's turn
+        (its move overdue: its job lost, or very late), queue the AI's job again under the
+        next attempt's id and push its deadline out; only push it out while the last
+        attempt's job still waits in the fair queue; after ``ai_watch_attempts`` attempts
+        log an error and give the room back to its clock (an untimed one leaves the
+        deadlines: the abandon rules end it). The store's step checks the room is still
+        as judged here (version, watch mark, due deadline), so a move, or another node's
+        sweeper, that came first wins. Returns the step taken (None: none; not an AI's
+        turn, or the room moved on)."""
+        room = await self._load(room_id)
+        if room is None or room.status != "playing":
+            return None
+        state = self.state_of(room)
+        budget, job_deadline = self._budget(room, state)
+        job = rooms.ai_job(room, state, budget, job_deadline)
+        if job is None:
+            return None
+        now = self.clock_ms()
+        clock_deadline = clocks.deadline(room.clock, room.status)
+        if clock_deadline is not None and clock_deadline <= now:
+            return None  # the clock's own deadline: expire() ends the game
+        seen = await self.store.ai_watch_mark(room.id)
+        attempt = ai_watch.attempt_of(seen, room.version)
+        waiting = await self.store.job_waiting(ai_watch.attempt_job_id(job.job_id, attempt))
+        step = ai_watch.next_step(attempt, waiting, self.ai_watch_attempts)
+        if step == "give_up":
+            outcome = await self.store.watch_ai_job(
+                room.id, room.version, seen, now, clock_deadline
+            )
+            if outcome != "moved":
+                log.error(
+                    "room %s: no AI move at version %d after %d attempts; left to its clock",
+                    room.id, room.version, attempt,
+                )  # fmt: skip
+            return step if outcome != "moved" else None
+        again = replace(job, job_id=ai_watch.attempt_job_id(job.job_id, attempt + 1))
+        deadline = ai_watch.watch_deadline(clock_deadline, again, now, self.ai_watch_grace_ms)
+        if step == "wait":
+            outcome = await self.store.watch_ai_job(room.id, room.version, seen, now, deadline)
+            return step if outcome != "moved" else None
+        outcome = await self.store.watch_ai_job(
+            room.id, room.version, seen, now, deadline, again, f"{room.version}:{attempt + 1}"
+        )
+        if outcome == "moved":
+            return None
+        if outcome == "full":
+            log.warning("room %s: the AI queue is full; its job is queued again later", room.id)
+            return "wait"
+        log.warning(
+            "room %s: no AI move at version %d in time; its job is queued again (%s)",
+            room.id, room.version, again.job_id,
+        )  # fmt: skip
+        return step
+
     async def resign(self, msg: Resign) -> Room:
         return await self._by_seat(msg.room, msg.token, rooms.resign)
 
@@ -725,6 +788,10 @@ class RoomService:
         snap["event"] = rooms.hide_lines([record], room.status)[0]
         budget, job_deadline = self._budget(room, state)
         job = rooms.ai_job(room, state, budget, job_deadline)
+        # At an AI's turn the room is also due when its move is overdue (the watchdog).
+        deadline = ai_watch.watch_deadline(
+            clocks.deadline(room.clock, room.status), job, clock_now, self.ai_watch_grace_ms
+        )
         await self.store.commit(
             room,
             expected,
@@ -732,7 +799,7 @@ class RoomService:
             snap,
             job,
             self.ai_games_per_owner,
-            deadline=clocks.deadline(room.clock, room.status),
+            deadline=deadline,
             present=present,
             ai_games_grace_ms=self.ai_game_grace_ms,
         )

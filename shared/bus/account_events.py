@@ -20,6 +20,10 @@ from whichever node decides them to whichever nodes hold the streams.
                       credential); it expires a day after the last stream opened
                       (bounded by the account's live tokens and sessions).
 
+On a Redis Cluster every one of these keys is on the control slot (``kibitz:{c}:...``),
+and the channel is published with ``SPUBLISH`` (``fanout.publish``): each node's hub
+holds a sharded subscription on the control slot's primary.
+
 Publishing is fire-and-forget, as pub/sub is: a node that misses a line (its
 subscription down) loses it, which is why a stream that opens is first sent the
 account's open challenges and unfinished games (the state, not the history).
@@ -34,6 +38,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
+from kibitz.shared.bus.fanout import publish
 
 STREAMS_TTL_S = 86_400
 #: An account is online while a node has seen an open event stream of it this recently
@@ -52,14 +57,14 @@ class AccountEvents:
         to = sorted(set(account_ids))
         if to:
             message = json.dumps({"to": to, "line": line}, separators=(",", ":"))
-            await self._redis.publish(keys.ACCOUNT_EVENTS, message)
+            await publish(self._redis, keys.ACCOUNT_EVENTS, message)
 
     async def publish_each(self, lines: Sequence[tuple[int, dict[str, Any]]]) -> None:
         """Each ``(account id, line)``'s line to that account's open event streams, all
-        in one message (one PUBLISH)."""
+        in one message (one PUBLISH, or SPUBLISH on a Redis Cluster)."""
         if lines:
             message = json.dumps({"lines": lines}, separators=(",", ":"))
-            await self._redis.publish(keys.ACCOUNT_EVENTS, message)
+            await publish(self._redis, keys.ACCOUNT_EVENTS, message)
 
     async def opened(self, account_id: int, token: str, stream_id: str, now_ms: int) -> str | None:
         """Note ``stream_id`` as the newest stream of credential ``token`` (and the
@@ -77,7 +82,7 @@ class AccountEvents:
         old = previous.decode() if isinstance(previous, bytes) else str(previous)
         if old != stream_id:
             message = {"close": old, "account": account_id, "token": token}
-            await self._redis.publish(keys.ACCOUNT_EVENTS, json.dumps(message))
+            await publish(self._redis, keys.ACCOUNT_EVENTS, json.dumps(message))
             return old
         return None
 

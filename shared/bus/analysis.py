@@ -17,6 +17,11 @@ Keys (``keys.py``), each bounded:
 - ``analysis:active``        sorted set: id -> start time; entries older than the TTL are
                              pruned; its size caps the analyses under way
 - ``analysis:finished``      stream of ids whose evaluations are all in (``FINISHED_KEPT``)
+
+All of them are global: on a Redis Cluster they carry the control slot's tag
+(``kibitz:{c}:analysis:...``), so every script and multi-key command here is on one slot.
+Their names are read from ``keys`` when used (``keys.configure`` rebinds them): this
+module's ``JOBS``, ``FINISHED`` and ``ACTIVE`` are looked up on each read, never copied.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ from kibitz.shared.bus import keys
 from kibitz.shared.bus.consumer import ensure_group
 from kibitz.shared.bus.scripts import source
 
-JOBS = keys.ANALYSIS_JOBS
-FINISHED = keys.ANALYSIS_FINISHED
-ACTIVE = keys.ANALYSIS_ACTIVE
+#: The module's global key names, each the ``keys`` name it reads at use time.
+_GLOBAL_KEYS = {
+    "JOBS": "ANALYSIS_JOBS",
+    "FINISHED": "ANALYSIS_FINISHED",
+    "ACTIVE": "ANALYSIS_ACTIVE",
+}
 JOBS_GROUP = keys.WORKERS_GROUP  # the workers read analysis jobs in their own group
 COLLECTORS_GROUP = "analysts"  # the nodes' group on FINISHED
 STATE_TTL_MS = 60 * 60 * 1000  # an analysis's Redis state, renewed by each evaluation
@@ -43,6 +51,15 @@ FINISHED_KEPT = 10_000  # entries of FINISHED kept (approximate trim)
 
 StartOutcome = Literal["started", "exists", "busy", "limited"]
 _OUTCOMES: dict[int, StartOutcome] = {1: "started", 0: "exists", -1: "busy", -2: "limited"}
+
+
+def __getattr__(name: str) -> str:
+    """``JOBS``, ``FINISHED``, ``ACTIVE``: the key as ``keys.configure`` named it (read
+    as ``analysis.JOBS`` at the time of use)."""
+    try:
+        return str(getattr(keys, _GLOBAL_KEYS[name]))
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def meta_key(game_id: str) -> str:
@@ -84,14 +101,26 @@ class AnalysisStore:
         max_per_address: int,
     ) -> StartOutcome:
         """Queue one job per position (the start and each move) of a finished game, with
-        its state; nothing when one is under way already or too many are."""
-        await ensure_group(self.client, JOBS, JOBS_GROUP)
+        its state; nothing when one is under way already or too many are.
+
+        On a Redis Cluster the script may read only the keys it is handed: the state
+        hashes of the analyses under way (to count the address's) are read from
+        ``ACTIVE`` just before and handed over (at most ``max_active`` and those not yet
+        pruned; one started meanwhile counts as the address's, so the cap holds)."""
+        jobs, active = keys.ANALYSIS_JOBS, keys.ANALYSIS_ACTIVE
+        await ensure_group(self.client, jobs, JOBS_GROUP)
         moves_json = json.dumps(list(moves), separators=(",", ":"))
+        states: list[str] = []
+        cluster: list[str] = []
+        if keys.grouped():
+            under_way: Any = await self.client.zrange(active, 0, -1)
+            states = [meta_key(str(other)) for other in under_way]
+            cluster = ["1"]
         reply: Any = await self._start(
-            keys=[meta_key(game_id), JOBS, ACTIVE],
+            keys=[meta_key(game_id), jobs, active, *states],
             args=[
                 game_id, now_ms, STATE_TTL_MS, max_active, len(moves) + 1, game, start,
-                moves_json, address, max_per_address, meta_key(""),
+                moves_json, address, max_per_address, meta_key(""), *cluster,
             ],
         )  # fmt: skip
         return _OUTCOMES[int(reply[0])]
@@ -108,8 +137,8 @@ class AnalysisStore:
 
     async def forget(self, game_id: str) -> None:
         """Drop a stored analysis's Redis state."""
-        await self.client.delete(meta_key(game_id), evals_key(game_id))
-        await self.client.zrem(ACTIVE, game_id)
+        await self.client.delete(meta_key(game_id), evals_key(game_id))  # one slot
+        await self.client.zrem(keys.ANALYSIS_ACTIVE, game_id)
 
 
 class AnalysisJobs:
@@ -132,7 +161,12 @@ class AnalysisJobs:
         the jobs stream, acknowledged and deleted in the same step): 1 stored, 0 there
         already, -1 analysis gone."""
         stored: Any = self._write(
-            keys=[meta_key(game_id), evals_key(game_id), FINISHED, JOBS],
+            keys=[
+                meta_key(game_id),
+                evals_key(game_id),
+                keys.ANALYSIS_FINISHED,
+                keys.ANALYSIS_JOBS,
+            ],
             args=[ply, evaluation_json, STATE_TTL_MS, game_id, FINISHED_KEPT, JOBS_GROUP, entry_id],
         )
         return int(stored)

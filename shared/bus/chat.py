@@ -6,7 +6,8 @@ and ``room:{id}:chat:spectators`` (:func:`kibitz.shared.bus.keys.chat_key`), lis
 lines capped at the ``kept`` lines the caller names, with the room's lifetime (the store's
 commit, archive and forget scripts treat them as room keys); ``room:{id}:rearchive``, a
 string with a lifetime, marks a finished room queued on the archive stream again for its
-chat and not read yet.
+chat and not read yet. On a Redis Cluster the archive stream is the room's slot group's
+(``keys.archive(g)``, in the room's slot) and a line is published with ``SPUBLISH``.
 """
 
 from __future__ import annotations
@@ -57,9 +58,17 @@ class ChatLog:
                 keys.chat_key(room_id, channel),
                 keys.room_key(room_id),
                 keys.rearchive_key(room_id),
-                keys.ARCHIVE,
+                keys.archive(keys.group_of(room_id)),
             ],
-            args=[line, kept, keys.room_channel(room_id), room_id, channel, rearchive_mark_ms],
+            args=[
+                line,
+                kept,
+                keys.room_channel(room_id),
+                room_id,
+                channel,
+                rearchive_mark_ms,
+                "1" if keys.grouped() else "",
+            ],  # fmt: skip
         )
         return None if stored is None else str(stored)
 

@@ -27,6 +27,19 @@ named field of :class:`ConsumerPolicy`. This module decides:
   (and the rest of the batch) stays pending, to be claimed again.
 - **A lost group.** A claim or read that finds the group gone (Redis lost its data)
   creates it again and returns nothing for that round.
+- **Many streams, one group.** On a Redis Cluster a stream the commit writes exists once
+  per slot group (``keys.archive(g)``), and a blocking read cannot span slots (nor can
+  one ``XREADGROUP`` of several streams: their keys are in different slots).
+  :class:`GroupedConsumer` reads one consumer group on all of them: every stream's group
+  is made, claims (``XAUTOCLAIM``) and new reads (``XREADGROUP ... >``, not blocking) go
+  to every stream at once in one pipeline (redis-py's cluster pipeline sends each cluster
+  node its own commands, in parallel). A pass that found entries is followed at once by
+  the next; after an empty one the wait is ``poll_s``, doubling after each further empty
+  pass up to ``idle_poll_s`` (an idle node costs each stream one read a second, and a
+  claim every ``claim_every_s``). Each entry carries its stream (:attr:`Entry.stream`),
+  so its acknowledgement, tries and burial go to that stream's group. A claim or read
+  pass hands out at most about ``count`` entries in all (``ceil(count / streams)`` from
+  each stream).
 
 Redis errors reach the caller as the bus's error types (``shared/bus/errors.py``).
 :class:`StreamConsumer` runs on an asyncio client (the nodes), :class:`BlockingConsumer`
@@ -35,10 +48,12 @@ on a blocking one (the workers); both share the policy and the parsing below.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias
 
 from kibitz.shared.bus.connect import AsyncClient, BlockingClient
 from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
@@ -50,6 +65,9 @@ log = logging.getLogger(__name__)
 TRANSIENT: tuple[type[BaseException], ...] = (BusConnectionError, BusTimeoutError, OSError)
 DEAD_LETTERS_MAXLEN = 10_000  # entries a dead-letter stream keeps (approximate trim)
 MAX_COUNT = 1_000  # the most entries one claim or read may ask for
+POLL_S = 0.25  # a GroupedConsumer's first wait after a read that found nothing ...
+IDLE_POLL_S = 1.0  # ... doubled after each such read, up to this
+CLAIM_EVERY_S = 1.0  # a GroupedConsumer's least wait between two claims that found nothing
 
 
 class Unparsable(Exception):  # noqa: N818 (it names what the entry is, as Redis errors do)
@@ -65,6 +83,8 @@ class Entry:
     #: Taken over from another consumer (``XAUTOCLAIM``): delivered before. A new entry
     #: (False) is on its first delivery.
     claimed: bool = False
+    #: The stream it was read from (its acknowledgement goes there).
+    stream: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +130,18 @@ def _is_deleted(fields: dict[str, str] | None) -> bool:
     return not fields
 
 
-def claimed_entries(reply: Any) -> tuple[str, list[Entry], bool]:
-    """An ``XAUTOCLAIM`` reply: the next cursor, the live entries, and whether entries
-    deleted meanwhile were claimed too (Redis 6.2 names them by nothing: they stay
-    pending on this consumer until :meth:`_vanished` finds them; Redis 7 drops them from
-    the pending list itself)."""
+def claimed_entries(reply: Any, stream: str = "") -> tuple[str, list[Entry], bool]:
+    """An ``XAUTOCLAIM`` reply (of ``stream``): the next cursor, the live entries, and
+    whether entries deleted meanwhile were claimed too (Redis 6.2 names them by nothing:
+    they stay pending on this consumer until :meth:`_vanished` finds them; Redis 7 drops
+    them from the pending list itself)."""
     entries: list[Entry] = []
     deleted = False
     for entry_id, fields in reply[1]:
         if entry_id is None or _is_deleted(fields):
             deleted = True
         else:
-            entries.append(Entry(entry_id, fields, claimed=True))
+            entries.append(Entry(entry_id, fields, claimed=True, stream=stream))
     return str(reply[0]), entries, deleted
 
 
@@ -131,10 +151,20 @@ def pending_ids(info: Any) -> list[str]:
 
 
 def read_entries(batches: Any) -> list[Entry]:
-    """The entries of an ``XREADGROUP`` reply (of one stream)."""
+    """The entries of an ``XREADGROUP`` reply: RESP2's ``[[stream, entries], ...]`` (a
+    single Redis's pooled connections) or RESP3's ``{stream: [entries]}`` as redis-py
+    gives it (the cluster client's)."""
+    if isinstance(batches, dict):
+        return [
+            Entry(entry_id, fields, stream=str(stream))
+            for stream, lists in batches.items()
+            for items in lists
+            for entry_id, fields in items
+            if not _is_deleted(fields)
+        ]
     return [
-        Entry(entry_id, fields)
-        for _stream, items in batches or []
+        Entry(entry_id, fields, stream=str(stream))
+        for stream, items in batches or []
         for entry_id, fields in items
         if not _is_deleted(fields)
     ]
@@ -190,7 +220,12 @@ class StreamConsumer(_Consumer):
             )
         except BusResponseError as exc:
             return await self._lost_group(exc)
-        self._cursor, entries, deleted = claimed_entries(reply)
+        return await self._claimed(reply)
+
+    async def _claimed(self, reply: Any) -> list[Entry]:
+        """The entries of this stream's ``XAUTOCLAIM`` reply; those deleted meanwhile are
+        acknowledged."""
+        self._cursor, entries, deleted = claimed_entries(reply, self.policy.stream)
         if deleted:
             await self.ack(*await self._vanished())
         return entries
@@ -227,6 +262,10 @@ class StreamConsumer(_Consumer):
         await self.client.xack(self.policy.stream, self.policy.group, *entry_ids)
         if self.policy.delete_acked:
             await self.client.xdel(self.policy.stream, *entry_ids)
+
+    async def ack_entries(self, *entries: Entry) -> None:
+        """Done with these entries (of this consumer's stream): :meth:`ack`."""
+        await self.ack(*(entry.id for entry in entries))
 
     async def deliveries(self, entry: Entry) -> int:
         """How many times ``entry`` has been delivered (a new one: once, no lookup)."""
@@ -317,7 +356,7 @@ class BlockingConsumer(_Consumer):
         reply: Any = self.client.xautoclaim(
             p.stream, p.group, self.consumer, p.claim_idle_ms, self._cursor, count=p.count
         )
-        self._cursor, entries, deleted = claimed_entries(reply)
+        self._cursor, entries, deleted = claimed_entries(reply, p.stream)
         if deleted:
             self.ack(*self._vanished())
         return entries
@@ -373,6 +412,212 @@ class BlockingConsumer(_Consumer):
                 self.policy.dead_letters, fields, maxlen=self.policy.dead_letters_maxlen
             )
         self.ack(entry.id)
+
+
+class GroupedConsumer:
+    """One consumer group read on many streams (a Redis Cluster's per-group streams, see
+    the module doc), on an asyncio client. It offers what :class:`StreamConsumer` offers
+    its callers (:meth:`ensure_group`, :meth:`claim`, :meth:`read`, :meth:`ack_entries`,
+    :meth:`handle_each`, :meth:`round`), each entry going back to its own stream."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        policy: ConsumerPolicy,
+        consumer: str,
+        streams: Iterable[str],
+        poll_s: float = POLL_S,
+        claim_every_s: float | None = None,
+        idle_poll_s: float = IDLE_POLL_S,
+    ) -> None:
+        """``policy``: every stream's (its ``stream`` is not read; its ``count`` is the
+        bound of one pass over all the streams); ``block_ms`` is how long :meth:`read`
+        goes on polling while it finds nothing: ``poll_s`` after the first empty pass, the
+        wait doubling after each (up to ``idle_poll_s``) until a pass finds entries. A
+        claim pass that found nothing is not made again for ``claim_every_s`` (None: half
+        of ``claim_idle_ms``, at least CLAIM_EVERY_S)."""
+        if claim_every_s is None:
+            claim_every_s = max(CLAIM_EVERY_S, policy.claim_idle_ms / 2000)
+        names = list(dict.fromkeys(streams))
+        if not names:
+            raise ValueError("a grouped consumer needs at least one stream")
+        if not 0 < poll_s <= idle_poll_s or claim_every_s < 0:
+            raise ValueError("need 0 < poll_s <= idle_poll_s and claim_every_s >= 0")
+        if not consumer:
+            raise ValueError("a consumer needs a name")
+        self.client = client
+        self.policy = policy
+        self.consumer = consumer
+        self.poll_s = poll_s
+        self.idle_poll_s = idle_poll_s
+        self.claim_every_s = claim_every_s
+        self._wait = poll_s  # the wait after the next empty pass
+        #: the most entries one stream hands out per pass
+        self.per_stream = max(1, -(-policy.count // len(names)))
+        self.consumers = {
+            name: StreamConsumer(
+                client, replace(policy, stream=name, count=self.per_stream), consumer
+            )
+            for name in names
+        }
+        self._next_claim = 0.0
+
+    @property
+    def streams(self) -> list[str]:
+        """The streams read, in order."""
+        return list(self.consumers)
+
+    def of(self, entry: Entry) -> StreamConsumer:
+        """The consumer of ``entry``'s stream."""
+        try:
+            return self.consumers[entry.stream]
+        except KeyError:
+            raise ValueError(
+                f"entry {entry.id} of {entry.stream!r}: not a stream read here"
+            ) from None
+
+    async def ensure_group(self) -> None:
+        """Make the group on every stream (and the streams) unless it exists: one pipeline."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for name in self.consumers:
+                pipe.xgroup_create(name, self.policy.group, id="0", mkstream=True)
+            replies = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, BaseException) and not group_exists(reply):
+                raise reply
+
+    async def _each(self, command: Callable[[Any, StreamConsumer], None]) -> list[Any]:
+        """``command(pipe, consumer)`` for every stream's consumer, in one pipeline; the
+        replies in the streams' order. A stream whose group is gone has it made again and
+        replies None. A stream Redis refused otherwise, or whose primary was lost (a
+        failover under way: ``CLUSTERDOWN``, a closed connection...), replies None too and
+        is logged, so that the others' entries are still handed out (the lost ones stay
+        where they were, to be read or claimed later); if every stream failed, that
+        raises, as does a pipeline redis-py could not send at all."""
+        consumers = list(self.consumers.values())
+        async with self.client.pipeline(transaction=False) as pipe:
+            for consumer in consumers:
+                command(pipe, consumer)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        failures: list[tuple[str, BaseException]] = []
+        for i, (consumer, reply) in enumerate(zip(consumers, replies, strict=True)):
+            if isinstance(reply, BaseException):
+                replies[i] = None
+                if missing_group(reply):
+                    await consumer.ensure_group()
+                else:
+                    failures.append((consumer.policy.stream, reply))
+        if failures:
+            if len(failures) == len(consumers):
+                raise failures[0][1]
+            log.warning(
+                "%d of %d streams refused (%s: %s); the others were read",
+                len(failures), len(consumers), failures[0][0], failures[0][1],
+            )  # fmt: skip
+        return replies
+
+    async def claim(self) -> list[Entry]:
+        """Entries other consumers left idle past ``claim_idle_ms`` on any stream, now
+        this one's. After a pass that found none, the next is made ``claim_every_s`` on."""
+        if time.monotonic() < self._next_claim:
+            return []
+        p = self.policy
+
+        def command(pipe: Any, consumer: StreamConsumer) -> None:
+            pipe.xautoclaim(
+                consumer.policy.stream, p.group, self.consumer, p.claim_idle_ms,
+                consumer._cursor, count=self.per_stream,
+            )  # fmt: skip
+
+        replies = await self._each(command)
+        entries: list[Entry] = []
+        for consumer, reply in zip(self.consumers.values(), replies, strict=True):
+            if reply is not None:
+                entries += await consumer._claimed(reply)
+        self._next_claim = time.monotonic() + (0.0 if entries else self.claim_every_s)
+        return entries
+
+    async def read_once(self) -> list[Entry]:
+        """New entries of every stream, not waiting: one pipelined pass."""
+        p = self.policy
+
+        def command(pipe: Any, consumer: StreamConsumer) -> None:
+            streams = {consumer.policy.stream: ">"}
+            pipe.xreadgroup(p.group, self.consumer, streams, count=self.per_stream)
+
+        return [entry for reply in await self._each(command) for entry in read_entries(reply)]
+
+    async def read(self) -> list[Entry]:
+        """New entries of every stream; while there are none, passes as the waits between
+        them allow (see ``__init__``) for up to ``block_ms``, then none (one pass with
+        ``block_ms`` None). A call begins with a pass, so a caller that calls again at once
+        after an empty read does not poll more often."""
+        until = time.monotonic() + (self.policy.block_ms or 0) / 1000
+        while True:
+            entries = await self.read_once()
+            if entries:
+                self._wait = self.poll_s
+                return entries
+            left = until - time.monotonic()
+            if left <= 0:
+                return []
+            wait, self._wait = self._wait, min(self.idle_poll_s, self._wait * 2)
+            await asyncio.sleep(min(wait, left))
+            if time.monotonic() >= until:
+                return []
+
+    async def ack_entries(self, *entries: Entry) -> None:
+        """Done with these entries: each acknowledged on its stream (and deleted, with
+        ``delete_acked``), every stream's in one pipeline."""
+        ids: dict[str, list[str]] = {}
+        for entry in entries:
+            ids.setdefault(self.of(entry).policy.stream, []).append(entry.id)
+        if not ids:
+            return
+        async with self.client.pipeline(transaction=False) as pipe:
+            for stream, entry_ids in ids.items():
+                pipe.xack(stream, self.policy.group, *entry_ids)
+                if self.policy.delete_acked:
+                    pipe.xdel(stream, *entry_ids)
+            await pipe.execute()
+
+    async def bury(
+        self, entry: Entry, reason: str, exc: BaseException | None = None, **extra: str
+    ) -> None:
+        """Give ``entry`` up as poison (see :meth:`StreamConsumer.bury`), on its stream."""
+        await self.of(entry).bury(entry, reason, exc, **extra)
+
+    async def handle_each(self, entries: Sequence[Entry], handler: Handler) -> None:
+        """:meth:`StreamConsumer.handle_each`, each stream's entries by its consumer (in
+        the order of the streams; a stream's own entries in their order)."""
+        by_stream: dict[str, list[Entry]] = {}
+        for entry in entries:
+            by_stream.setdefault(self.of(entry).policy.stream, []).append(entry)
+        for stream, batch in by_stream.items():
+            await self.consumers[stream].handle_each(batch, handler)
+
+    async def round(self, handler: Handler) -> int:
+        """One round: claimed entries, then new ones (polled for up to ``block_ms``), each
+        through :meth:`handle_each`; the number of new entries read."""
+        await self.handle_each(await self.claim(), handler)
+        fresh = await self.read()
+        await self.handle_each(fresh, handler)
+        return len(fresh)
+
+
+#: Either consumer of a node's loops: one stream, or one per slot group.
+AsyncConsumer: TypeAlias = StreamConsumer | GroupedConsumer
+
+
+def consumer_of(
+    client: AsyncClient, policy: ConsumerPolicy, consumer: str, streams: Sequence[str]
+) -> AsyncConsumer:
+    """The consumer of ``streams`` under ``policy``: a :class:`StreamConsumer` (blocking
+    reads, exactly as on a single Redis) for one stream, else a :class:`GroupedConsumer`.
+    ``policy.stream`` is not read when there are several."""
+    if len(streams) == 1:
+        return StreamConsumer(client, replace(policy, stream=streams[0]), consumer)
+    return GroupedConsumer(client, policy, consumer, streams)
 
 
 async def ensure_group(client: AsyncClient, stream: str, group: str) -> None:

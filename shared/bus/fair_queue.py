@@ -54,6 +54,11 @@ Keys (``kibitz:`` prefix), each bounded:
 - ``ai:workers``      sorted set: worker name -> last beat (ms); beats older than
                       ``WORKER_TTL_MS`` are pruned; its size is the dispatch window
 - ``ai:yield:{job}``  string with a TTL: a search already yielded for this waiting job
+                      (a Redis Cluster: ``ai:yielded``, one sorted set job id -> expiry ms,
+                      pruned as it is written: :func:`yielded_key`)
+- ``ai:relayed``      a Redis Cluster only: sorted set "group/outbox entry id" -> when it
+                      was relayed (ms), so an entry relayed twice is queued once; kept
+                      ``RELAYED_KEEP_MS``, at most ``RELAYED_MOST`` (:func:`relayed_key`)
 - ``ai:games:{owner}`` sorted set: unfinished rooms with an AI seat -> last commit (ms);
                       the AI game cap's (store.py ``AiGames``, scripts/ai_games_lib.lua);
                       at most ``AI_GAMES_KEPT``, rooms that left the lobby are pruned
@@ -62,11 +67,21 @@ Dispatch drops (never sends) a job whose room is gone or no longer at the job's 
 the player resigned or the game moved on while the job waited. Wall-clock times come
 from the Redis server's clock (``TIME``), so nodes and workers with skewed clocks agree.
 
+On a Redis Cluster there is still one fair queue and one jobs stream, on the control
+slot, so fairness stays exact across the slot groups (a fair queue split over groups
+would not be fair across them, and a worker reading many streams is handed one job per
+stream per read). A commit there cannot reach them (another slot): it adds its job to its
+group's outbox stream, and the node relays it here at once (``scripts/ai_relay.lua``,
+``RoomStore.relay``; a sweeper relays what a dead node left, each job queued once).
+Dispatch there reads no room (rooms are in other slots): it sends every job it takes, and
+the worker drops a stale one by reading its room's version before it searches.
+
 The Lua is in ``scripts/fair_lib.lua`` (the functions the store's commit shares),
-``fair_dispatch.lua``, ``fair_beat.lua`` and ``fair_should_yield.lua``, each run by one
-method below. Two touch keys they are not handed, which a single Redis server allows and
-Redis Cluster would not (each file says so): dispatch reads the rooms of queued jobs, and
-should_yield marks the newcomer it picks.
+``fair_dispatch.lua``, ``fair_beat.lua``, ``fair_should_yield.lua`` and ``ai_relay.lua``,
+each run by one method here or in the store. On a single Redis two touch keys they are
+not handed, which a single Redis server allows (each file says so): dispatch reads the
+rooms of queued jobs, and should_yield marks the newcomer it picks; on a Redis Cluster
+neither does (every key each touches is handed to it).
 """
 
 from __future__ import annotations
@@ -77,12 +92,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from kibitz.shared.bus.keys import AI_CLOCK as CLOCK
-from kibitz.shared.bus.keys import AI_READY as READY
-from kibitz.shared.bus.keys import AI_WAITING as WAITING
-from kibitz.shared.bus.keys import AI_WORKERS_LIVE as WORKERS_LIVE
-from kibitz.shared.bus.keys import AI_YIELD_PREFIX as YIELD_PREFIX
-from kibitz.shared.bus.keys import JOBS, ROOM_PREFIX
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
 
 MAX_WAITING = 10_000  # jobs in the fair queue, all owners together
@@ -93,6 +103,20 @@ WORKER_TTL_MS = 10_000  # a worker that has not beaten for this long is not coun
 MAX_DISPATCH_SCAN = 64  # ready jobs looked at by one dispatch call (bounded script time)
 YIELD_AFTER_MS = 1_000  # a search this old may be cut short for a waiting newcomer
 YIELD_MARK_MS = 5_000  # lifetime of the "a search yielded for this job" marker
+RELAYED_KEEP_MS = 600_000  # a Redis Cluster: how long a relayed outbox entry is remembered
+RELAYED_MOST = 100_000  # ... and how many, at most
+
+
+def relayed_key() -> str:
+    """A Redis Cluster: the outbox entries relayed to the fair queue (sorted set: "group/
+    entry id" -> when, ms), on the control slot."""
+    return keys.AI_READY.removesuffix("ready") + "relayed"
+
+
+def yielded_key() -> str:
+    """A Redis Cluster: the yield markers (sorted set: waiting job id -> expiry, ms), on
+    the control slot."""
+    return keys.AI_READY.removesuffix("ready") + "yielded"
 
 
 def owner_lane(owner: str, room: str) -> str:
@@ -115,9 +139,22 @@ _DISPATCH = source("fair_lib", "fair_dispatch")
 _BEAT = source("fair_lib", "fair_beat")
 _SHOULD_YIELD = source("fair_should_yield")
 
-# fair_dispatch.lua's KEYS and ARGV (named in its header).
-_DISPATCH_KEYS = [READY, WAITING, CLOCK, JOBS, WORKERS_LIVE]
-_DISPATCH_ARGS: list[Any] = [WORKER_TTL_MS, ROOM_PREFIX, MAX_DISPATCH_SCAN]
+
+def _dispatch_keys() -> list[str]:
+    """fair_dispatch.lua's KEYS (named in its header), read when used: the global names
+    are the control slot's on a Redis Cluster."""
+    return [keys.AI_READY, keys.AI_WAITING, keys.AI_CLOCK, keys.JOBS, keys.AI_WORKERS_LIVE]
+
+
+def _dispatch_args() -> list[Any]:
+    """fair_dispatch.lua's ARGV: no room prefix on a Redis Cluster (no room is read)."""
+    return [WORKER_TTL_MS, "" if keys.grouped() else keys.ROOM_PREFIX, MAX_DISPATCH_SCAN]
+
+
+def _should_yield_keys() -> list[str]:
+    """fair_should_yield.lua's KEYS: the markers' set too on a Redis Cluster."""
+    names = [keys.AI_READY, keys.AI_WAITING, keys.JOBS, keys.AI_WORKERS_LIVE]
+    return [*names, yielded_key()] if keys.grouped() else names
 
 
 class FairQueue:
@@ -131,28 +168,28 @@ class FairQueue:
 
     def dispatch(self) -> tuple[int, int]:
         """Admit waiting jobs into the stream up to the window: (sent, dropped)."""
-        sent, dropped = self._dispatch(keys=_DISPATCH_KEYS, args=_DISPATCH_ARGS)
+        sent, dropped = self._dispatch(keys=_dispatch_keys(), args=_dispatch_args())
         return int(sent), int(dropped)
 
     def beat(self, worker: str) -> int:
         """Count ``worker`` as live now; returns the number of live workers."""
-        return int(self._beat(keys=[WORKERS_LIVE], args=[worker, WORKER_TTL_MS]))
+        return int(self._beat(keys=[keys.AI_WORKERS_LIVE], args=[worker, WORKER_TTL_MS]))
 
     def should_yield(self, lane: str) -> bool:
         """Whether a search for owner ``lane`` should stop now to free its worker for a
         waiting newcomer (claims that newcomer, so only one search yields for it)."""
         answer = self._should_yield(
-            keys=[READY, WAITING, JOBS, WORKERS_LIVE],
-            args=[lane, MAX_DISPATCH_SCAN, YIELD_PREFIX, YIELD_MARK_MS],
+            keys=_should_yield_keys(),
+            args=[lane, MAX_DISPATCH_SCAN, keys.AI_YIELD_PREFIX, YIELD_MARK_MS],
         )
         return bool(int(answer))
 
     def leave(self, worker: str) -> None:
         """Stop counting ``worker`` (it exits cleanly)."""
-        self.redis.zrem(WORKERS_LIVE, worker)
+        self.redis.zrem(keys.AI_WORKERS_LIVE, worker)
 
     def waiting(self) -> int:
-        return int(self.redis.hlen(WAITING))
+        return int(self.redis.hlen(keys.AI_WAITING))
 
 
 class AsyncFairQueue:
@@ -163,11 +200,11 @@ class AsyncFairQueue:
         self._dispatch = client.register_script(_DISPATCH)
 
     async def dispatch(self) -> tuple[int, int]:
-        sent, dropped = await self._dispatch(keys=_DISPATCH_KEYS, args=_DISPATCH_ARGS)
+        sent, dropped = await self._dispatch(keys=_dispatch_keys(), args=_dispatch_args())
         return int(sent), int(dropped)
 
     async def waiting(self) -> int:
-        return int(await self.redis.hlen(WAITING))
+        return int(await self.redis.hlen(keys.AI_WAITING))
 
 
 class FairModel:

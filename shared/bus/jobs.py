@@ -10,6 +10,12 @@ one for its main loop, one for the thread that renews leases while it searches.
 Keys written: ``workers:{name}`` (hash, a TTL of the heartbeat's), ``results`` (stream,
 approximately ``RESULTS_KEPT`` entries); the room's channel (pub/sub, nothing kept).
 
+The connection is :func:`~kibitz.shared.bus.connect.blocking_client`'s: a single Redis
+or a Redis Cluster, where the job and result streams, the heartbeats and the fair queue
+are on the control slot and a room's version and channel on its group's slot (so the
+lease renewal reads the version with an HGET of its own there, and progress goes out
+with SPUBLISH). Every name is read from ``keys`` when used: the URL chose the layout.
+
 :class:`JobsProbe` is for tools and benchmarks (``benchmarks/workers.py``,
 ``benchmarks/faults.py``): it looks at the job streams and the workers from outside, and
 can queue jobs straight onto the stream (past the fair queue) for a measurement.
@@ -24,16 +30,9 @@ from typing import Any
 
 import redis
 
+from kibitz.shared.bus import keys
+from kibitz.shared.bus.connect import blocking_client
 from kibitz.shared.bus.fair_queue import FairQueue
-from kibitz.shared.bus.keys import (
-    AI_WORKERS_LIVE,
-    JOBS,
-    RESULTS,
-    WORKERS_GROUP,
-    room_channel,
-    room_key,
-    worker_key,
-)
 from kibitz.shared.bus.scripts import source
 from kibitz.shared.protocol.jobs import Job, JobResult
 
@@ -65,18 +64,18 @@ class WorkerBus:
 
     def heartbeat(self, name: str, counters: dict[str, int], ttl_s: int) -> None:
         """Say this worker is alive, with its counters and the time (s)."""
-        key = worker_key(name)
+        key = keys.worker_key(name)
         beat: Any = {"name": name, **counters, "at": int(time.time())}
         self.client.hset(key, mapping=beat)
         self.client.expire(key, ttl_s)
 
     def sign_off(self, name: str) -> None:
         """Forget this worker's heartbeat (it would expire on its own)."""
-        self.client.delete(worker_key(name))
+        self.client.delete(keys.worker_key(name))
 
     def room_version(self, room: str) -> int | None:
         """The room's version, None when it is gone."""
-        version: Any = self.client.hget(room_key(room), "version")
+        version: Any = self.client.hget(keys.room_key(room), "version")
         return None if version is None else int(version)
 
     def server_time_ms(self) -> int:
@@ -86,36 +85,39 @@ class WorkerBus:
 
     def post_result(self, result: JobResult) -> None:
         """Post a job's result for the nodes (``kibitz:results``)."""
-        self.client.xadd(RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
+        self.client.xadd(keys.RESULTS, result.to_fields(), maxlen=RESULTS_KEPT, approximate=True)
 
     def publish_to_room(self, room: str, text: str) -> None:
-        """Publish a message to the room's followers."""
-        self.client.publish(room_channel(room), text)
+        """Publish a message to the room's followers (sharded pub/sub on a cluster)."""
+        if keys.grouped():
+            self.client.spublish(keys.room_channel(room), text)
+        else:
+            self.client.publish(keys.room_channel(room), text)
 
     def renew_lease(self, entry_id: str, worker: str, room: str) -> Lease:
         """Reset the idle time of the job entry ``entry_id`` if ``worker`` still owns it
-        (no delivery counted), and read the job's room version."""
-        reply: Any = self._renew(
-            keys=[JOBS, room_key(room)], args=[WORKERS_GROUP, worker, entry_id]
-        )
-        owned, version = reply
-        return Lease(bool(int(owned)), int(version))
+        (no delivery counted), and read the job's room version (on a Redis Cluster the
+        room is on another slot: read with an HGET of its own)."""
+        group_args = [keys.WORKERS_GROUP, worker, entry_id]
+        if not keys.grouped():
+            reply: Any = self._renew(keys=[keys.JOBS, keys.room_key(room)], args=group_args)
+            owned, version = reply
+            return Lease(bool(int(owned)), int(version))
+        owned, _ = self._renew(keys=[keys.JOBS], args=group_args)
+        current = self.room_version(room)
+        return Lease(bool(int(owned)), -1 if current is None else current)
 
     def live_jobs_waiting(self) -> int:
         """Live jobs in the stream that no worker has taken yet."""
-        return int(self._waiting(keys=[JOBS], args=[WORKERS_GROUP]))
+        return int(self._waiting(keys=[keys.JOBS], args=[keys.WORKERS_GROUP]))
 
     def close(self) -> None:
         self.client.close()
 
 
 def _connect(url: str) -> redis.Redis:
-    return redis.Redis.from_url(
-        url,
-        decode_responses=True,
-        socket_timeout=SOCKET_TIMEOUT_S,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-    )
+    """A single Redis's or a Redis Cluster's blocking client (it sets the key layout)."""
+    return blocking_client(url, SOCKET_TIMEOUT_S, CONNECT_TIMEOUT_S)
 
 
 class JobsProbe:
@@ -126,43 +128,46 @@ class JobsProbe:
 
     def worker_counted(self, name: str) -> bool:
         """Whether worker ``name`` is counted in the fair queue's dispatch window."""
-        return self.client.zscore(AI_WORKERS_LIVE, name) is not None
+        return self.client.zscore(keys.AI_WORKERS_LIVE, name) is not None
 
     def jobs_idle(self) -> bool:
         """No live job queued in the stream, and none being searched."""
-        pending: Any = self.client.xpending(JOBS, WORKERS_GROUP)
-        return not pending["pending"] and not self.client.xlen(JOBS)
+        pending: Any = self.client.xpending(keys.JOBS, keys.WORKERS_GROUP)
+        return not pending["pending"] and not self.client.xlen(keys.JOBS)
 
     def job_owner(self) -> str | None:
         """The worker holding the oldest pending live job, if any."""
-        entries: Any = self.client.xpending_range(JOBS, WORKERS_GROUP, min="-", max="+", count=1)
+        entries: Any = self.client.xpending_range(
+            keys.JOBS, keys.WORKERS_GROUP, min="-", max="+", count=1
+        )
         return str(entries[0]["consumer"]) if entries else None
 
     def seed_rooms(self, rooms: Sequence[str], version: int, ttl_s: int) -> None:
-        """Make bare rooms at ``version`` (for jobs to be made for), in one round trip."""
+        """Make bare rooms at ``version`` (for jobs to be made for), in one round trip
+        (one per cluster node on a Redis Cluster)."""
         pipe = self.client.pipeline(transaction=False)
         for room in rooms:
-            pipe.hset(room_key(room), mapping={"version": version})
-            pipe.expire(room_key(room), ttl_s)
+            pipe.hset(keys.room_key(room), mapping={"version": version})
+            pipe.expire(keys.room_key(room), ttl_s)
         pipe.execute()
 
     def queue_jobs(self, jobs: Sequence[Job]) -> None:
         """Put jobs straight onto the stream (past the fair queue), in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         for job in jobs:
-            pipe.xadd(JOBS, job.to_fields())
+            pipe.xadd(keys.JOBS, job.to_fields())
         pipe.execute()
 
     def results_count(self) -> int:
-        return int(self.client.xlen(RESULTS))
+        return int(self.client.xlen(keys.RESULTS))
 
     def results(self) -> list[dict[str, str]]:
         """The fields of every result entry, oldest first."""
-        entries: Any = self.client.xrange(RESULTS)
+        entries: Any = self.client.xrange(keys.RESULTS)
         return [dict(fields) for _id, fields in entries]
 
     def clear_results(self) -> None:
-        self.client.delete(RESULTS)
+        self.client.delete(keys.RESULTS)
 
     def close(self) -> None:
         self.client.close()

@@ -5,13 +5,18 @@ What the limits are, and what happens past them, is decided by the server
 every node of a cluster sees the same totals. Every key here expires on its own:
 
 - ``addr:{address}:conns``    hash: node -> open WebSocket connections from that address
-                              on that node; only live nodes (heartbeat keys) count, so a
-                              node that dies does not hold its clients' places for ever;
-                              it expires ``CONNS_TTL_S`` after the last change
+                              on that node; only live nodes (heartbeat keys; on a Redis
+                              Cluster the control slot's ``node-beats``, handed to the
+                              script) count, so a node that dies does not hold its
+                              clients' places for ever; it expires ``CONNS_TTL_S`` after
+                              the last change
 - ``addr:{address}:creates``  sorted set: one member per room counted, scored by when
                               (Redis time, ms); members older than the window are dropped
                               as it is counted, so it holds at most the budget, and the key
                               expires a window after the last room
+
+On a Redis Cluster these keys are on the control slot, so the limits are global: one
+total for all nodes, as on a single Redis.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
+from kibitz.shared.bus.store import control_beats, nodes_arg
 
 CONNS_TTL_S = 86_400  # a connection hash nobody touches for a day is gone, miscounted or not
 _HANDLE_SEP = " "  # between the key and the member in a count's handle
@@ -54,7 +60,7 @@ class AddressCounters:
 
     def __init__(self, redis: aioredis.Redis, node: str) -> None:
         self.node = node
-        self._connect = redis.register_script(source("address_connect"))
+        self._connect = redis.register_script(source("nodes_lib", "address_connect"))
         self._disconnect = redis.register_script(source("address_disconnect"))
         self._count_create = redis.register_script(source("address_count_create"))
         self._refund_create = redis.register_script(source("address_refund_create"))
@@ -63,8 +69,8 @@ class AddressCounters:
         """Count a new connection of ``address`` on this node, unless the address's live
         connections, all nodes together, would pass ``limit`` (then nothing is counted)."""
         reply = await self._connect(
-            keys=[keys.address_connections_key(address)],
-            args=[self.node, limit, keys.NODES, CONNS_TTL_S],
+            keys=[keys.address_connections_key(address), *control_beats()],
+            args=[self.node, limit, nodes_arg(), CONNS_TTL_S],
         )
         return _count(reply)
 
@@ -91,4 +97,6 @@ class AddressCounters:
 
 
 def _is_creates_key(key: str) -> bool:
-    return key.startswith(keys.PREFIX + "addr:") and key.endswith(":creates")
+    return key.startswith(keys.address_creates_key("")[: -len(":creates")]) and key.endswith(
+        ":creates"
+    )

@@ -47,6 +47,7 @@ from redis._parsers.base import BaseParser  # redis-py's mapping of error replie
 from redis.asyncio.connection import parse_url
 from redis.client import EMPTY_RESPONSE, NEVER_DECODE
 from redis.commands.core import AsyncScript
+from redis.crc import key_slot
 from redis.exceptions import DataError, NoScriptError, ResponseError
 
 P = TypeVar("P", bound=asyncio.Protocol)
@@ -382,11 +383,23 @@ class LinkedScript(AsyncScript):
 class Message(NamedTuple):
     """What a subscription receives: a ``message`` on ``channel`` (``data`` is its
     payload), or the confirmation of a ``subscribe`` or ``unsubscribe`` (``data`` is how
-    many channels the connection then has)."""
+    many channels the connection then has). A sharded subscription (Redis Cluster) names
+    its ``smessage``, ``ssubscribe`` and ``sunsubscribe`` the same way, and adds
+    ``dropped``: Redis no longer delivers ``channel`` here (its slot moved to another
+    node, which Redis tells with a ``sunsubscribe`` of its own, or the ``SSUBSCRIBE``
+    was refused, as ``MOVED`` to another node); ``data`` says why."""
 
     kind: str
     channel: str
     data: Any
+
+
+class _Sent(NamedTuple):
+    """A sharded (un)subscription sent and not yet wholly answered: its channels, in the
+    order Redis confirms them."""
+
+    kind: str  # "ssubscribe" or "sunsubscribe"
+    channels: deque[str]
 
 
 class Subscription(asyncio.Protocol):
@@ -397,22 +410,31 @@ class Subscription(asyncio.Protocol):
     queue of at most ``MAX_QUEUED``; past that the socket is not read until the hub
     catches up, and Redis holds the rest (up to its pub/sub output limit, past which it
     drops the connection, which the hub notices and answers with a fresh subscription).
+
+    A ``sharded`` subscription (to one primary of a Redis Cluster) speaks ``SSUBSCRIBE``
+    and ``SUNSUBSCRIBE``, one command per slot (Redis refuses channels of several slots in
+    one), and keeps each command's channels until Redis has answered for them, so that it
+    can tell a ``sunsubscribe`` confirming its own ``SUNSUBSCRIBE`` from one Redis pushes
+    when a slot leaves the node, and which channels an error reply (``MOVED``) refused:
+    both are handed on as ``dropped`` (see :class:`Message`), and the connection lives on.
     """
 
     MAX_QUEUED = 10_000
 
-    def __init__(self) -> None:
+    def __init__(self, sharded: bool = False) -> None:
+        self.sharded = sharded
         self.transport: asyncio.Transport | None = None
         self.reader = hiredis.Reader(encoding="utf-8", replyError=ResponseError)
         self.queue: deque[Message] = deque()
         self._replies: deque[asyncio.Future[Any]] = deque()  # the handshake's
+        self._sent: deque[_Sent] = deque()  # sharded commands not yet wholly answered
         self._waiter: asyncio.Future[None] | None = None
         self._error: Exception | None = None
         self._paused = False
 
     @classmethod
-    async def open(cls, address: Address, timeout_s: float) -> Subscription:
-        transport, subscription = await address.connect(cls, timeout_s)
+    async def open(cls, address: Address, timeout_s: float, sharded: bool = False) -> Subscription:
+        transport, subscription = await address.connect(lambda: cls(sharded), timeout_s)
         try:
             for command in address.handshake():
                 await asyncio.wait_for(subscription._request(command), timeout_s)
@@ -428,15 +450,32 @@ class Subscription(asyncio.Protocol):
         return future
 
     def subscribe(self, *channels: str) -> None:
-        self._write(("SUBSCRIBE", *channels))
+        if self.sharded:
+            self._write_sharded("ssubscribe", channels)
+        else:
+            self._write(("SUBSCRIBE", *channels))
 
     def unsubscribe(self, *channels: str) -> None:
-        self._write(("UNSUBSCRIBE", *channels))
+        if self.sharded:
+            self._write_sharded("sunsubscribe", channels)
+        else:
+            self._write(("UNSUBSCRIBE", *channels))
+
+    def _write_sharded(self, kind: str, channels: Sequence[str]) -> None:
+        by_slot: dict[int, list[str]] = {}
+        for name in channels:
+            by_slot.setdefault(key_slot(name.encode()), []).append(name)
+        packed = b"".join(pack((kind.upper(), *names)) for names in by_slot.values())
+        self._write_packed(packed)
+        self._sent.extend(_Sent(kind, deque(names)) for names in by_slot.values())
 
     def _write(self, command: Sequence[Any]) -> None:
+        self._write_packed(pack(command))
+
+    def _write_packed(self, packed: bytes) -> None:
         if self._error is not None or self.transport is None or self.transport.is_closing():
             raise self._error or aioredis.ConnectionError("The subscription is closed.")
-        self.transport.write(pack(command))
+        self.transport.write(packed)
 
     async def get_message(self, timeout: float) -> Message | None:
         """The next message, None if none comes within ``timeout`` seconds; the error
@@ -476,6 +515,8 @@ class Subscription(asyncio.Protocol):
                             future.set_exception(error_of(reply))
                         else:
                             future.set_result(reply)
+                elif self.sharded:
+                    self._take_sharded(reply)
                 elif isinstance(reply, list) and len(reply) >= 3:
                     self.queue.append(Message(reply[0], reply[1], reply[-1]))
                 elif isinstance(reply, ResponseError):
@@ -487,6 +528,32 @@ class Subscription(asyncio.Protocol):
             self._paused = True
             self.transport.pause_reading()
         _wake(self._waiter)
+
+    def _take_sharded(self, reply: Any) -> None:
+        """One reply on a sharded subscription, queued as its :class:`Message`."""
+        sent = self._sent[0] if self._sent else None
+        if isinstance(reply, ResponseError):
+            if sent is None:
+                raise error_of(reply)
+            self._sent.popleft()  # refused whole: none of its channels is (un)subscribed
+            kind = "dropped" if sent.kind == "ssubscribe" else "unsubscribe"
+            self.queue.extend(Message(kind, name, str(reply)) for name in sent.channels)
+            return
+        if not isinstance(reply, list) or len(reply) < 3:
+            return
+        kind, name, data = reply[0], reply[1], reply[-1]
+        if kind == "smessage":
+            self.queue.append(Message("message", name, data))
+            return
+        answered = sent is not None and sent.kind == kind and sent.channels[0] == name
+        if answered and sent is not None:
+            sent.channels.popleft()
+            if not sent.channels:
+                self._sent.popleft()
+        if kind == "ssubscribe":
+            self.queue.append(Message("subscribe", name, data))
+        elif kind == "sunsubscribe":  # not asked for: Redis's own, the slot has moved
+            self.queue.append(Message("unsubscribe" if answered else "dropped", name, data))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._end(aioredis.ConnectionError("Connection closed by server."))

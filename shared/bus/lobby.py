@@ -7,19 +7,23 @@ nodes) exactly one gets it.
 
 - ``seeks``          hash: seek id -> the seek as JSON, with the node and connection of its
                      creator (and the creator's address). A seek whose node's heartbeat is
-                     gone no longer counts and is pruned. Bounded by the server's limits
-                     per connection and per address, and by the connections of live nodes.
+                     gone (on a Redis Cluster: its score in the control slot's
+                     ``node-beats``, handed to the scripts) no longer counts and is
+                     pruned. Bounded by the server's limits per connection and per
+                     address, and by the connections of live nodes.
 - ``seeks:events``   pub/sub: ``{"kind": "changed"}`` when seeks change (the scripts
                      publish it) and the server's ``{"kind": "accepted", ...}``
-                     (:meth:`SeekBoard.announce`).
+                     (:meth:`SeekBoard.announce`). On a Redis Cluster a control-slot
+                     channel: ``SPUBLISH``.
 
 It also reads ``rooms:live`` (written by the store's commit) a page at a time, for
-``GET /api/rooms``.
+``GET /api/rooms``: on a Redis Cluster every slot group's (``keys.live(g)``), merged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +32,7 @@ import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
+from kibitz.shared.bus.store import control_beats, nodes_arg
 
 TakeStatus = Literal["taken", "unknown", "own"]
 _TAKE_STATUS: dict[int, TakeStatus] = {1: "taken", 0: "unknown", -1: "own"}
@@ -63,17 +68,17 @@ class SeekBoard:
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
-        self._add = redis.register_script(source("seek_add"))
-        self._accept = redis.register_script(source("seek_accept"))
-        self._remove = redis.register_script(source("seek_remove"))
+        self._add = redis.register_script(source("nodes_lib", "seek_add"))
+        self._accept = redis.register_script(source("nodes_lib", "seek_accept"))
+        self._remove = redis.register_script(source("nodes_lib", "seek_remove"))
 
     async def add(self, seek_id: str, seek: str, address: str, per_address: int) -> Posted:
         """Post ``seek`` (JSON with ``node``, ``conn`` and ``address``) unless ``address``
         has ``per_address`` live seeks open already (then nothing changes but the pruning
         of dead nodes' seeks)."""
         reply: Any = await self._add(
-            keys=[keys.SEEKS],
-            args=[seek_id, seek, address, per_address, keys.NODES, keys.SEEKS_CHANNEL],
+            keys=[keys.SEEKS, *control_beats()],
+            args=[seek_id, seek, address, per_address, nodes_arg(), keys.SEEKS_CHANNEL],
         )
         count = int(reply)
         return Posted(admitted=count >= 0, count=abs(count))
@@ -82,8 +87,8 @@ class SeekBoard:
         """Take a live seek off the lobby for the acceptor on connection ``conn`` (and
         player id ``player``): refused (``own``) if the seek is theirs."""
         reply: Any = await self._accept(
-            keys=[keys.SEEKS],
-            args=[seek_id, conn, player or "", keys.NODES, keys.SEEKS_CHANNEL],
+            keys=[keys.SEEKS, *control_beats()],
+            args=[seek_id, conn, player or "", nodes_arg(), keys.SEEKS_CHANNEL],
         )
         status, data = reply
         return Taken(_TAKE_STATUS.get(int(status), "unknown"), str(data))
@@ -107,14 +112,19 @@ class SeekBoard:
         """Withdraw those of ``seek_ids`` that connection ``conn`` posted; how many went."""
         if not seek_ids:
             return 0
+        sharded = ["@"] if keys.grouped() else []
         reply: Any = await self._remove(
-            keys=[keys.SEEKS], args=[conn, keys.SEEKS_CHANNEL, *seek_ids]
+            keys=[keys.SEEKS], args=[conn, keys.SEEKS_CHANNEL, *sharded, *seek_ids]
         )
         return int(reply)
 
     async def announce(self, event: dict[str, Any]) -> None:
         """Publish ``event`` on the seeks' channel (every node's lobby hears it)."""
-        await self._redis.publish(keys.SEEKS_CHANNEL, json.dumps(event, separators=(",", ":")))
+        message = json.dumps(event, separators=(",", ":"))
+        if keys.grouped():
+            await self._redis.spublish(keys.SEEKS_CHANNEL, message)
+        else:
+            await self._redis.publish(keys.SEEKS_CHANNEL, message)
 
     async def live_seeks(self) -> list[dict[str, Any]]:
         """Every open seek whose node is alive (heartbeat key present), in no order; an
@@ -132,7 +142,8 @@ class SeekBoard:
 
 
 class LiveRooms:
-    """Reads the live-rooms index (``rooms:live``: room -> last change, ms) by score."""
+    """Reads the live-rooms index (``rooms:live``: room -> last change, ms) by score; on
+    a Redis Cluster every slot group's, merged (one pipeline)."""
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
@@ -143,7 +154,27 @@ class LiveRooms:
         """Up to ``count`` rooms changed at or before ``top_ms`` (None: any time) and at or
         after ``cutoff_ms``, most recent first, skipping the first ``offset``."""
         top: int | str = "+inf" if top_ms is None else top_ms
-        batch: Any = await self._redis.zrevrangebyscore(
-            keys.LIVE, top, cutoff_ms, start=offset, num=count, withscores=True
+        if not keys.grouped():
+            batch: Any = await self._redis.zrevrangebyscore(
+                keys.live(0), top, cutoff_ms, start=offset, num=count, withscores=True
+            )
+            return [LiveEntry(str(member), int(score)) for member, score in batch]
+        # Each group's first offset + count, merged newest first (ties: by room id, as
+        # ZREVRANGEBYSCORE orders them within a group), then the page.
+        pipe = self._redis.pipeline(transaction=False)
+        for group in keys.groups():
+            pipe.zrevrangebyscore(
+                keys.live(group), top, cutoff_ms, start=0, num=offset + count, withscores=True
+            )
+        pages: list[Any] = await pipe.execute()
+        merged = heapq.merge(
+            *([(str(m), int(s)) for m, s in page] for page in pages),
+            key=lambda entry: (-entry[1], _descending(entry[0])),
         )
-        return [LiveEntry(str(member), int(score)) for member, score in batch]
+        entries = [LiveEntry(room, score) for room, score in merged]
+        return entries[offset : offset + count]
+
+
+def _descending(text: str) -> tuple[int, ...]:
+    """A key that sorts strings in reverse (as ZREVRANGEBYSCORE orders equal scores)."""
+    return tuple(-ord(c) for c in text) + (1,)

@@ -8,7 +8,9 @@ exactly one gets a given player.
 - ``pool``         hash: entry id -> one waiting player as JSON: its ``pool`` (the pool's
                    name), node, connection and address, and what the pairing reads.
                    Every pool's entries are in this one hash. An entry whose node's
-                   heartbeat is gone no longer counts and is pruned. Bounded by
+                   heartbeat is gone (on a Redis Cluster: its score in the control
+                   slot's ``node-beats``, handed to the scripts) no longer counts and is
+                   pruned. Bounded by
                    :meth:`PoolBoard.join`'s limits (per address, per pool, in all). One
                    entry per connection and per player (an account's or a guest key's
                    player id, whatever its connections).
@@ -17,7 +19,8 @@ exactly one gets a given player.
                    such an entry back. Kept GONE_KEEP_MS, at most GONE_MOST ids.
 - ``pool:events``  pub/sub: a pairing, told to the node of each of the two players
                    (:meth:`PoolBoard.announce`; the payload is the seeks channel's
-                   ``accepted`` event, its ``seek`` field the entry id).
+                   ``accepted`` event, its ``seek`` field the entry id). On a Redis
+                   Cluster a control-slot channel: ``SPUBLISH``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.scripts import source
+from kibitz.shared.bus.store import control_beats, nodes_arg
 
 #: How long (ms) and how many ids of entries left while out being paired are kept.
 GONE_KEEP_MS = 120_000
@@ -70,10 +74,10 @@ class PoolBoard:
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
-        self._join = redis.register_script(source("pool_join"))
+        self._join = redis.register_script(source("nodes_lib", "pool_join"))
         self._leave = redis.register_script(source("pool_leave"))
-        self._live = redis.register_script(source("pool_live"))
-        self._take = redis.register_script(source("pool_take"))
+        self._live = redis.register_script(source("nodes_lib", "pool_live"))
+        self._take = redis.register_script(source("nodes_lib", "pool_take"))
         self._restore = redis.register_script(source("pool_restore"))
 
     async def join(self, entry: dict[str, Any], limits: PoolLimits) -> Joined:
@@ -83,7 +87,7 @@ class PoolBoard:
         nodes' entries)."""
         player = entry.get("player")
         reply: Any = await self._join(
-            keys=[keys.POOL],
+            keys=[keys.POOL, *control_beats()],
             args=[
                 entry["id"],
                 json.dumps(entry, separators=(",", ":")),
@@ -93,7 +97,7 @@ class PoolBoard:
                 limits.per_address,
                 limits.per_pool,
                 limits.total,
-                keys.NODES,
+                nodes_arg(),
                 player if isinstance(player, str) else "",
             ],
         )
@@ -113,7 +117,7 @@ class PoolBoard:
 
     async def live(self) -> list[dict[str, Any]]:
         """Every entry whose node is alive, in no order (dead nodes' are pruned)."""
-        reply: Any = await self._live(keys=[keys.POOL], args=[keys.NODES])
+        reply: Any = await self._live(keys=[keys.POOL, *control_beats()], args=[nodes_arg()])
         entries: list[dict[str, Any]] = []
         for data in reply:
             try:
@@ -127,7 +131,9 @@ class PoolBoard:
     async def take(self, first: str, second: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Take entries ``first`` and ``second`` out together, both or neither: their
         entries, or None when either is gone (paired elsewhere, left, its node dead)."""
-        reply: Any = await self._take(keys=[keys.POOL], args=[first, second, keys.NODES])
+        reply: Any = await self._take(
+            keys=[keys.POOL, *control_beats()], args=[first, second, nodes_arg()]
+        )
         if int(reply[0]) != 1:
             return None
         return json.loads(reply[1]), json.loads(reply[2])
@@ -143,4 +149,8 @@ class PoolBoard:
 
     async def announce(self, event: dict[str, Any]) -> None:
         """Publish ``event`` on the pool's channel (every node hears it)."""
-        await self._redis.publish(keys.POOL_CHANNEL, json.dumps(event, separators=(",", ":")))
+        message = json.dumps(event, separators=(",", ":"))
+        if keys.grouped():
+            await self._redis.spublish(keys.POOL_CHANNEL, message)
+        else:
+            await self._redis.publish(keys.POOL_CHANNEL, message)

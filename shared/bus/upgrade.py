@@ -8,6 +8,9 @@ that already exists is never overwritten, and the old one is then left to expire
 room ids in the lobby, the deadlines, the queues and the streams are the same in both
 schemas, so a game in progress goes on where it was. The pass is one ``SCAN`` over the
 keyspace, ``SCAN_COUNT`` keys a step, and renames nothing on a Redis that has no old key.
+
+On a Redis Cluster there is nothing to rename (a cluster's keys have always been in slot
+groups: ``keys.py``), and a ``SCAN`` would see one primary only: the pass returns 0 at once.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.keys import ROOM_PREFIX, room_key
 
 #: Keys looked at by one SCAN step.
@@ -33,7 +37,10 @@ def tagged_name(key: str) -> str | None:
 
 
 async def tag_room_keys(client: aioredis.Redis, count: int = SCAN_COUNT) -> int:
-    """Rename every untagged room key to its tagged name; how many were renamed."""
+    """Rename every untagged room key to its tagged name; how many were renamed (none on
+    a Redis Cluster)."""
+    if keys.grouped():
+        return 0
     renamed = 0
     cursor = 0
     while True:

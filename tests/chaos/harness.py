@@ -40,9 +40,18 @@ import aiohttp
 import redis
 import websockets
 import websockets.exceptions
+from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 
-from kibitz.client.connection import KibitzClient
+from kibitz.client.connection import KibitzClient, ws_url
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
+from kibitz.shared.bus.embedded_cluster import (
+    HOST,
+    EmbeddedCluster,
+    EmbeddedClusterError,
+    EmbeddedClusterNode,
+)
 from kibitz.shared.games import find_game
 from tests.chaos.proxy import TcpProxy
 from tests.conftest import ServerProcess, start_server
@@ -55,6 +64,10 @@ STALL_S = 20.0
 #: The margin before a fault window in which a commit counts as caught by the fault.
 FAULT_MARGIN_S = 1.0
 WORKER_LEASE_MS = 5000
+#: A blocking client of one Redis (``Cluster.redis`` is the EmbeddedRedis).
+SyncRedis = redis.Redis
+#: A Redis Cluster's cluster-node-timeout here: a primary silent this long is failed over.
+CLUSTER_NODE_TIMEOUT_MS = 1000
 #: tests/conftest.py lifts the per-address limits for the rest of the suite; the chaos
 #: nodes run with the product's defaults (an empty value means "the default").
 PRODUCT_LIMITS = {
@@ -162,12 +175,16 @@ class HealthProbe:
 class Node:
     server: ServerProcess
     redis_url: str
-    proxy: TcpProxy | None
+    proxy: TcpProxy | NodeLinks | None
     name: str = ""
 
     @property
     def http_url(self) -> str:
         return self.server.http_url
+
+    @property
+    def pid(self) -> int:
+        return self.server.process.pid
 
     @property
     def alive(self) -> bool:
@@ -178,34 +195,122 @@ class Node:
 
 
 class Cluster:
-    """One Redis, server nodes and workers, all real processes on loopback."""
+    """Redis, server nodes and workers, all real processes on loopback.
 
-    def __init__(self, tmp: Path) -> None:
+    Redis is one EmbeddedRedis, or with ``redis_cluster`` a Redis Cluster
+    (:class:`~kibitz.shared.bus.embedded_cluster.EmbeddedCluster`: 3 primaries with a
+    replica each, node timeout ``CLUSTER_NODE_TIMEOUT_MS``): ``redis_cluster=True`` starts
+    one of its own, stopped by :meth:`close`; an EmbeddedCluster passed in is used (and
+    left running). On a cluster every process gets its ``redis+cluster://`` URL, this test
+    process takes the cluster's key layout (``keys.configure``), and with
+    ``proxy_primaries`` every primary is reached through a :class:`SelectiveProxy` (it
+    announces the proxy's port), so that one node's link to one primary can be cut
+    (:meth:`cut_link`).
+    """
+
+    def __init__(
+        self,
+        tmp: Path,
+        redis_cluster: bool | EmbeddedCluster = False,
+        proxy_primaries: bool = False,
+        database_url: str | None = None,
+        node_env: dict[str, str] | None = None,
+    ) -> None:
         self.tmp = tmp
-        self.redis = EmbeddedRedis(tmp / "redis", port=free_port(), persist=True)
+        self.redis_cluster: EmbeddedCluster | None = None
+        self._own_redis_cluster = False
+        self._redis: EmbeddedRedis | None = None
+        if isinstance(redis_cluster, EmbeddedCluster):
+            self.redis_cluster = redis_cluster
+        elif redis_cluster:
+            self.redis_cluster = EmbeddedCluster(
+                tmp / "redis-cluster", node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS
+            )
+            self._own_redis_cluster = True
+        else:
+            self._redis = EmbeddedRedis(tmp / "redis", port=free_port(), persist=True)
+        if proxy_primaries and self.redis_cluster is None:
+            raise ValueError("proxy_primaries is for a Redis Cluster (single: add_node(via_proxy))")
+        self.proxy_primaries = proxy_primaries
+        #: primary (by its node id) -> the proxy in front of it (``proxy_primaries``).
+        self.primary_proxies: dict[str, SelectiveProxy] = {}
+        self.database_url = database_url
+        self.node_env = dict(node_env or {})
         self.nodes: list[Node] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.faults: list[tuple[float, float]] = []  # wall-clock windows of injected faults
         self.frozen = False
+        self._frozen_primaries: list[EmbeddedClusterNode] = []
+
+    @property
+    def redis(self) -> EmbeddedRedis:
+        """The one Redis (not on a Redis Cluster)."""
+        if self._redis is None:
+            raise ChaosError("this test runs on a Redis Cluster: there is no one Redis")
+        return self._redis
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.redis_cluster is not None
+
+    @property
+    def rc(self) -> EmbeddedCluster:
+        """The Redis Cluster (only with ``redis_cluster``)."""
+        if self.redis_cluster is None:
+            raise ChaosError("this test runs on a single Redis, not a Redis Cluster")
+        return self.redis_cluster
 
     def start(self) -> Cluster:
-        self.redis.start()
+        if self.redis_cluster is None:
+            self.redis.start()
+            return self
+        if self._own_redis_cluster:
+            self.redis_cluster.start()
+        # This process reads the keys the nodes write: the layout of a cluster URL
+        # without ?groups= (shared/bus/connect.py).
+        keys.configure(keys.DEFAULT_GROUPS)
+        if self.proxy_primaries:
+            for primary in self.rc.primaries():
+                self._proxy_primary(primary)
         return self
 
     @property
     def redis_url(self) -> str:
+        if self.redis_cluster is not None:
+            return self.redis_cluster.url
         return self.redis.url
 
-    def sync_redis(self) -> redis.Redis:
-        return redis.Redis.from_url(self.redis_url, decode_responses=True, socket_timeout=5)
+    def sync_redis(self) -> SyncRedis | RedisCluster:
+        """A new blocking client (a cluster client on a Redis Cluster); close it."""
+        if self.redis_cluster is None:
+            return redis.Redis.from_url(self.redis_url, decode_responses=True, socket_timeout=5)
+        seeds = [ClusterNode(HOST, node.port) for node in self.rc.primaries()]  # type: ignore[no-untyped-call]
+        return RedisCluster(
+            startup_nodes=seeds, password=self.rc.password, decode_responses=True,
+            socket_timeout=5, socket_connect_timeout=5,
+        )  # fmt: skip
 
     def add_node(self, via_proxy: bool = False, env: dict[str, str] | None = None) -> Node:
-        proxy = None
+        """A ``kibitz serve`` node. ``via_proxy``: on a single Redis it reaches Redis through
+        a TcpProxy of its own (``node.proxy``); on a cluster (``proxy_primaries`` needed)
+        ``node.proxy`` is a :class:`NodeLinks`: its links to every primary, which it can
+        freeze or cut."""
+        proxy: TcpProxy | NodeLinks | None = None
         url = self.redis_url
-        if via_proxy:
-            proxy = TcpProxy("127.0.0.1", self.redis.port).start()
-            url = f"redis://:{self.redis.password}@127.0.0.1:{proxy.port}/0"
-        server = start_server(url, workers=0, extra_env={**PRODUCT_LIMITS, **(env or {})})
+        if via_proxy and self.redis_cluster is not None:
+            if not self.primary_proxies:
+                raise ChaosError("a node via a proxy on a cluster needs proxy_primaries=True")
+            proxy = NodeLinks(list(self.primary_proxies.values()))
+        elif via_proxy:
+            single = TcpProxy("127.0.0.1", self.redis.port).start()
+            proxy = single
+            url = f"redis://:{self.redis.password}@127.0.0.1:{single.port}/0"
+        server = start_server(
+            url, workers=0, database_url=self.database_url,
+            extra_env={**PRODUCT_LIMITS, **self.node_env, **(env or {})},
+        )  # fmt: skip
+        if isinstance(proxy, NodeLinks):
+            proxy.pid = server.process.pid
         node = Node(server, url, proxy)
         with urllib.request.urlopen(server.http_url + "/healthz", timeout=10) as resp:
             node.name = json.loads(resp.read())["node"]
@@ -248,13 +353,25 @@ class Cluster:
         self.redis.start(timeout=30)
 
     def redis_freeze(self) -> None:
-        assert self.redis.process is not None
-        self.redis.process.send_signal(signal.SIGSTOP)
+        """SIGSTOP Redis: on a cluster every redis-server of it at once (all frozen for
+        the same time, so no replica takes over)."""
+        if self.redis_cluster is not None:
+            self._frozen_primaries = [n for n in self.rc.nodes if n.live]
+            for node in self._frozen_primaries:
+                self.rc.freeze(node)
+        else:
+            assert self.redis.process is not None
+            self.redis.process.send_signal(signal.SIGSTOP)
         self.frozen = True
 
     def redis_thaw(self) -> None:
-        assert self.redis.process is not None
-        self.redis.process.send_signal(signal.SIGCONT)
+        if self.redis_cluster is not None:
+            for node in self._frozen_primaries:
+                self.rc.thaw(node)
+            self._frozen_primaries = []
+        else:
+            assert self.redis.process is not None
+            self.redis.process.send_signal(signal.SIGCONT)
         self.frozen = False
 
     def kill_node(self, node: Node, sig: int = signal.SIGKILL) -> None:
@@ -270,6 +387,91 @@ class Cluster:
     def fault_window(self, start: float, end: float) -> None:
         self.faults.append((start, end))
 
+    # -- faults on a Redis Cluster (each blocks: call them with asyncio.to_thread) -------------
+    def primary_of_room(self, room: str) -> EmbeddedClusterNode:
+        """The primary that serves ``room``'s keys now."""
+        return self.rc.node_for_key(keys.room_key(room))
+
+    def control_primary(self) -> EmbeddedClusterNode:
+        """The primary of the control slot (jobs, results, the fair queue, heartbeats)."""
+        return self.rc.node_for_key(keys.JOBS)
+
+    def kill_primary(
+        self, primary: EmbeddedClusterNode, timeout: float = 30.0
+    ) -> EmbeddedClusterNode:
+        """SIGKILL ``primary``; returns once its replica has taken over (the new primary)."""
+        self.rc.kill(primary)
+        return self.rc.wait_for_failover(primary, timeout)
+
+    def freeze_primary(self, primary: EmbeddedClusterNode) -> None:
+        self.rc.freeze(primary)
+
+    def thaw_primary(self, primary: EmbeddedClusterNode) -> None:
+        self.rc.thaw(primary)
+
+    def move_room_slot(
+        self, room: str, to: EmbeddedClusterNode | None = None
+    ) -> EmbeddedClusterNode:
+        """Move the slot of ``room``'s keys (its group's slot) to primary ``to`` (default:
+        another primary); the primary it moved to."""
+        slot = key_slot(keys.room_key(room).encode())
+        source = self.rc.primary_for_slot(slot)
+        if to is None:
+            to = next(p for p in self.rc.primaries() if p.node_id != source.node_id)
+        self.rc.move_slot(slot, to)
+        return to
+
+    def cut_link(self, node: Node, primary: EmbeddedClusterNode, reset: bool = False) -> None:
+        """Stop forwarding between ``node`` and ``primary`` (both ways, connections held
+        open, new ones held: a partition); ``reset`` also resets its open connections."""
+        proxy = self.proxy_of(primary)
+        proxy.block(node.pid)
+        if reset:
+            proxy.cut_pid(node.pid)
+
+    def restore_link(self, node: Node, primary: EmbeddedClusterNode) -> None:
+        self.proxy_of(primary).unblock(node.pid)
+
+    def proxy_of(self, primary: EmbeddedClusterNode) -> SelectiveProxy:
+        proxy = self.primary_proxies.get(primary.node_id)
+        if proxy is None:
+            raise ChaosError(f"{primary} has no proxy (Cluster(..., proxy_primaries=True))")
+        return proxy
+
+    def _proxy_primary(self, primary: EmbeddedClusterNode) -> None:
+        """A proxy in front of ``primary``, which announces the proxy's port to the cluster
+        (CLUSTER SLOTS, MOVED): from then on every client reaches it through the proxy."""
+        proxy = SelectiveProxy(HOST, primary.port)
+        proxy.start()
+        self.primary_proxies[primary.node_id] = proxy
+        admin = primary.admin()
+        admin.config_set("cluster-announce-bus-port", primary.cluster_port)
+        admin.config_set("cluster-announce-port", proxy.port)
+        others = [n for n in self.rc.nodes if n.live and n.node_id != primary.node_id]
+
+        def announced() -> bool:
+            for other in others:
+                client = other.client()
+                try:
+                    slots = client.execute_command("CLUSTER", "SLOTS")
+                finally:
+                    client.close()
+                if proxy.port not in {int(s[2][1]) for s in slots}:
+                    return False
+            return True
+
+        wait_until(announced, 10, f"{primary} announcing its proxy's port")
+
+    def _unproxy_primaries(self) -> None:
+        for node_id, proxy in list(self.primary_proxies.items()):
+            for node in self.rc.nodes:
+                if node.node_id == node_id and node.live:
+                    with contextlib.suppress(redis.RedisError, EmbeddedClusterError):
+                        node.admin().config_set("cluster-announce-port", 0)
+                        node.admin().config_set("cluster-announce-bus-port", 0)
+            proxy.close()
+        self.primary_proxies.clear()
+
     # -- teardown ------------------------------------------------------------------------------
     def logs(self) -> str:
         out = []
@@ -281,10 +483,8 @@ class Cluster:
                 out.append(f"--- worker {name}\n{path.read_text()[-2000:]}")
         return "\n".join(out)
 
-    def close(self) -> None:
-        if self.frozen and self.redis.process is not None:
-            with contextlib.suppress(Exception):
-                self.redis_thaw()
+    def stop_processes(self) -> None:
+        """Stop the workers and the nodes (not Redis)."""
         for proc in self.workers.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
@@ -301,7 +501,185 @@ class Cluster:
             node.server.stop()
             if node.proxy is not None:
                 node.proxy.close()
-        self.redis.stop()
+
+    def close(self) -> None:
+        if self.frozen:
+            with contextlib.suppress(Exception):
+                self.redis_thaw()
+        self.stop_processes()
+        if self.redis_cluster is not None:
+            for node in self.rc.nodes:
+                if node.frozen:
+                    with contextlib.suppress(Exception):
+                        self.rc.thaw(node)
+            if self._own_redis_cluster:
+                for proxy in self.primary_proxies.values():
+                    proxy.close()
+                self.primary_proxies.clear()
+                self.rc.stop()
+            else:
+                self._unproxy_primaries()
+        else:
+            self.redis.stop()
+
+
+class NodeLinks:
+    """One node's links to every proxied primary of a cluster, as one TcpProxy-like
+    object (``node.proxy``): ``freeze``/``unfreeze``/``cut`` act on this node's
+    connections only."""
+
+    def __init__(self, proxies: list[SelectiveProxy]) -> None:
+        self.proxies = proxies
+        self.pid = 0
+        self.frozen = False
+
+    def freeze(self) -> None:
+        self.frozen = True
+        for proxy in self.proxies:
+            proxy.block(self.pid)
+
+    def unfreeze(self) -> None:
+        self.frozen = False
+        for proxy in self.proxies:
+            proxy.unblock(self.pid)
+
+    def cut(self) -> None:
+        for proxy in self.proxies:
+            proxy.cut_pid(self.pid)
+
+    def close(self) -> None:
+        """The proxies are the cluster's (closed with it)."""
+
+
+class SelectiveProxy(TcpProxy):
+    """A :class:`TcpProxy` that can also stop forwarding for the connections of one
+    process only (a partition between that process and the target): ``block(pid)`` holds
+    that process's open connections (both ways) and any new one it makes, ``unblock``
+    lets them through again, ``cut_pid`` resets them. A connection's process is found by
+    its client port: /proc/net/tcp gives the socket's inode, /proc/PID/fd the process.
+    """
+
+    def __init__(self, target_host: str, target_port: int, listen_host: str = "127.0.0.1") -> None:
+        super().__init__(target_host, target_port, listen_host)
+        self._blocked: dict[int, asyncio.Event] = {}  # pid -> its gate (cleared: blocked)
+        self._peers: dict[asyncio.StreamWriter, int] = {}  # client side -> its client port
+        self._gates: dict[asyncio.StreamWriter, asyncio.Event] = {}
+
+    # -- control, from any thread ------------------------------------------------------------
+    def block(self, pid: int) -> None:
+        self._call(self._block(pid))
+
+    def unblock(self, pid: int) -> None:
+        self._call(self._unblock(pid))
+
+    def cut_pid(self, pid: int) -> None:
+        self._call(self._cut_pid(pid))
+
+    # -- the proxy loop ------------------------------------------------------------------------
+    def _ports_of(self, pid: int) -> set[int]:
+        """The client ports of ``pid``'s connections to this proxy."""
+        try:
+            inodes = set()
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+        except OSError:
+            return set()
+        ports = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError), open(table) as lines:
+                next(lines)
+                for line in lines:
+                    parts = line.split()
+                    local, remote, inode = parts[1], parts[2], parts[9]
+                    if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == self.port:
+                        ports.add(int(local.rsplit(":", 1)[1], 16))
+        return ports
+
+    async def _block(self, pid: int) -> None:
+        gate = self._blocked.setdefault(pid, asyncio.Event())
+        gate.clear()
+        ports = self._ports_of(pid)
+        for writer, port in self._peers.items():
+            if port in ports:
+                self._gates[writer] = gate
+
+    async def _unblock(self, pid: int) -> None:
+        gate = self._blocked.pop(pid, None)
+        if gate is not None:
+            gate.set()
+
+    async def _cut_pid(self, pid: int) -> None:
+        ports = self._ports_of(pid)
+        for writer, port in list(self._peers.items()):
+            if port in ports:
+                writer.transport.abort()
+
+    def _gate_for(self, port: int) -> asyncio.Event | None:
+        for pid, gate in self._blocked.items():
+            if port in self._ports_of(pid):
+                return gate
+        return None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self._open is not None
+        self._writers.add(writer)
+        peer = writer.get_extra_info("peername")
+        port = int(peer[1]) if peer else 0
+        self._peers[writer] = port
+        gate = self._gate_for(port) if self._blocked else None
+        if gate is not None:
+            self._gates[writer] = gate
+        try:
+            await self._open.wait()
+            await self._gated(writer)
+            try:
+                up_reader, up_writer = await asyncio.open_connection(*self.target)
+            except OSError:
+                writer.transport.abort()
+                return
+            self._writers.add(up_writer)
+            pumps = [
+                asyncio.ensure_future(self._gated_pump(reader, up_writer, writer)),
+                asyncio.ensure_future(self._gated_pump(up_reader, writer, writer)),
+            ]
+            self._tasks.update(pumps)
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            for task in pumps:
+                task.cancel()
+                self._tasks.discard(task)
+            for w in (writer, up_writer):
+                self._writers.discard(w)
+                w.transport.abort()
+        finally:
+            self._writers.discard(writer)
+            self._peers.pop(writer, None)
+            self._gates.pop(writer, None)
+
+    async def _gated(self, client: asyncio.StreamWriter) -> None:
+        """Wait while the proxy is frozen or this connection's process is blocked."""
+        assert self._open is not None
+        while True:
+            await self._open.wait()
+            gate = self._gates.get(client)
+            if gate is None or gate.is_set():
+                return
+            await gate.wait()
+
+    async def _gated_pump(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, client: asyncio.StreamWriter
+    ) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while True:
+                await self._gated(client)
+                data = await src.read(65536)
+                if not data:
+                    return
+                await self._gated(client)  # read just before a block: hold it until lifted
+                dst.write(data)
+                await dst.drain()
 
 
 # -- clients --------------------------------------------------------------------------------
@@ -836,3 +1214,56 @@ def report(problems: list[str], cluster: Cluster | None = None) -> str:
     if cluster is not None:
         text += "\n\n" + cluster.logs()
     return text
+
+
+async def connection_limit_problems(cluster: Cluster, limit: int, address: str) -> list[str]:
+    """The per-address connection limit (``KIBITZ_MAX_CONNECTIONS_PER_ADDRESS`` = ``limit``
+    on every node) holds across the nodes: ``limit`` WebSockets from ``address``, spread
+    over the live nodes, open; one more, on any node, is refused with 429
+    ``rate/connections``; once they are closed the address may connect again."""
+    urls = [ws_url(url) for url in cluster.live_urls()]
+    opened: list[Any] = []
+    problems: list[str] = []
+
+    async def connect(url: str) -> Any:
+        return await websockets.connect(url, open_timeout=10, local_addr=(address, 0))
+
+    try:
+        for i in range(limit):
+            try:
+                opened.append(await connect(urls[i % len(urls)]))
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                problems.append(f"{address}: connection {i + 1} of {limit} refused: {exc!r}")
+                return problems
+        for url in urls:
+            try:
+                extra = await connect(url)
+            except websockets.exceptions.InvalidStatus as exc:
+                body = exc.response.body.decode(errors="replace")
+                if exc.response.status_code != 429 or "rate/connections" not in body:
+                    problems.append(f"{address}: over the limit on {url}: {exc!r} {body}")
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                problems.append(f"{address}: over the limit on {url}: {exc!r}")
+            else:
+                opened.append(extra)
+                problems.append(
+                    f"{address}: connection {limit + 1} accepted on {url} (limit {limit})"
+                )
+    finally:
+        await asyncio.gather(*(ws.close() for ws in opened), return_exceptions=True)
+    if problems:
+        return problems
+
+    async def again() -> bool:
+        try:
+            ws = await connect(urls[0])
+        except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
+            return False
+        await ws.close()
+        return True
+
+    try:
+        await async_wait_until(again, 10, f"{address} connecting again after closing", poll=0.5)
+    except ChaosError as exc:
+        problems.append(str(exc))
+    return problems

@@ -30,8 +30,8 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient, ServerError, new_player_key
 from kibitz.server.services.limits import AddressLimiter, LimitExceeded, Limits
+from kibitz.shared.bus import keys as bus_keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.keys import DEADLINES, LIVE
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
@@ -112,11 +112,11 @@ async def test_seek_and_accept_from_one_address_stop_at_the_budget(node, redis) 
             except ServerError as exc:
                 refusal = exc.code
                 break
-            live = await redis.zcard(LIVE)
+            live = await redis.zcard(bus_keys.live(0))
             refusal = await refused(acceptor.accept_seek(seek["id"]))
             if refusal is not None:
                 # Refused, nothing changed: no room, and the seek is still open.
-                assert await redis.zcard(LIVE) == live
+                assert await redis.zcard(bus_keys.live(0)) == live
                 _, listed = await get_json(node.http_url + "/api/seeks")
                 assert seek["id"] in [s["id"] for s in listed["seeks"]]
                 break
@@ -170,7 +170,7 @@ async def test_rematches_from_one_address_stop_at_the_budget(node) -> None:
 
 async def room_gone(redis: aioredis.Redis, room: str) -> bool:
     keys = [key.format(room) for key in ROOM_KEYS]
-    return await redis.exists(*keys) == 0 and await redis.zscore(LIVE, room) is None
+    return await redis.exists(*keys) == 0 and await redis.zscore(bus_keys.live(0), room) is None
 
 
 async def test_a_game_nobody_moved_in_is_aborted_and_never_archived(node, redis) -> None:
@@ -182,7 +182,7 @@ async def test_a_game_nobody_moved_in_is_aborted_and_never_archived(node, redis)
         room = (await acceptor.accept_seek(seek["id"], player_key=key_b))["room"]
         await seeker.wait_seek_accepted(seek["id"])
         await watcher.watch(room)
-        assert await redis.zscore(LIVE, room) is not None
+        assert await redis.zscore(bus_keys.live(0), room) is not None
     finally:
         await seeker.close()
         await acceptor.close()
@@ -237,7 +237,7 @@ async def test_an_untimed_game_whose_players_are_gone_is_abandoned_and_archived_
     assert time.monotonic() - left >= ABANDON_S - 0.5
     assert (record["result"]["winner"], record["result"]["reason"]) == (None, "abandoned")
     assert [m["move"] for m in record["moves"]] == ["5", "1"]
-    assert await redis.zscore(LIVE, room) is None
+    assert await redis.zscore(bus_keys.live(0), room) is None
     _, listed = await get_json(f"{node.http_url}/api/games?player={player_id(key_b)}")
     assert [g["id"] for g in listed["games"]].count(room) == 1
 
@@ -259,7 +259,7 @@ async def test_a_game_against_the_ai_whose_player_is_gone_is_abandoned(node, red
     [record] = await eventually(archived, ABANDON_AI_S + 2 * SWEEP_S + 5)
     assert time.monotonic() - left >= ABANDON_AI_S - 0.5
     assert (record["result"]["winner"], record["result"]["reason"]) == (None, "abandoned")
-    assert await redis.zscore(LIVE, room) is None
+    assert await redis.zscore(bus_keys.live(0), room) is None
 
 
 async def test_a_correspondence_game_nobody_moved_in_is_aborted_when_its_players_are_gone(
@@ -294,12 +294,12 @@ async def test_a_correspondence_game_nobody_moved_in_is_aborted_when_its_players
         # Swept more than once since: the game with a move is still on its clock.
         await asyncio.sleep(2 * SWEEP_S)
         assert watcher.states[played]["status"] == "playing"
-        assert await redis.zscore(LIVE, played) is not None
+        assert await redis.zscore(bus_keys.live(0), played) is not None
     finally:
         await watcher.close()
-    assert await redis.zscore(LIVE, idle) is None
-    assert await redis.zscore(DEADLINES, idle) is None  # its 14-day first move is off
-    assert await redis.zscore(DEADLINES, played) is not None  # its move's days run
+    assert await redis.zscore(bus_keys.live(0), idle) is None
+    assert await redis.zscore(bus_keys.deadlines(0), idle) is None  # its 14-day first move is off
+    assert await redis.zscore(bus_keys.deadlines(0), played) is not None  # its move's days run
     await eventually(lambda: room_gone(redis, idle), FINISHED_S + 5)
     status, _ = await get_json(f"{node.http_url}/api/games/{idle}")
     assert status == 404

@@ -141,7 +141,14 @@ def test_serve_refuses_a_bad_value_with_exit_2(tmp_path, args, env, named) -> No
 
 #: Variables that are not a node's settings: the lifeline a node hands its local workers
 #: (workers/lifeline.py) and where the private Redis's binary is (shared/bus/embedded.py).
-NOT_NODE_SETTINGS = {"KIBITZ_LIFELINE_FD", "KIBITZ_NODE_PID", "KIBITZ_REDIS_SERVER"}
+NOT_NODE_SETTINGS = {
+    "KIBITZ_LIFELINE_FD",
+    "KIBITZ_NODE_PID",
+    "KIBITZ_REDIS_SERVER",
+    # The private Redis Cluster's binaries (shared/bus/embedded_cluster.py: tests, benches).
+    "KIBITZ_REDIS_CLUSTER_SERVER",
+    "KIBITZ_REDIS_CLUSTER_CLI",
+}
 
 
 def test_every_variable_the_node_reads_is_a_field() -> None:

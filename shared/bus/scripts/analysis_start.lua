@@ -16,13 +16,14 @@
 -- ARGV[9]  the address that asks
 -- ARGV[10] the most analyses under way from one address
 -- ARGV[11] the state key prefix (keys.analysis_key(""))
+-- ARGV[12] cluster: "1" on a Redis Cluster, KEYS[4...] being the state hash of each
+--          analysis under way as the caller read KEYS[3] just before (all on the control
+--          slot); only these are read, and an id under way that is not among them counts
+--          as the address's (a count is never low). On a single Redis each state hash is
+--          built from ARGV[11]: keys not handed, which a single Redis allows.
 --
 -- Returns {1} (started), {0, status} (one exists already), {-1} (too many in all) or
 -- {-2} (too many from the address).
---
--- Known exception for the cluster issue: this script reads keys it is not handed, the
--- state hashes ARGV[11] .. id of the analyses under way (a single Redis allows it,
--- Redis Cluster would not).
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {0, redis.call('HGET', KEYS[1], 'status') or 'queued'}
 end
@@ -31,8 +32,18 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl)
 local active = redis.call('ZRANGE', KEYS[3], 0, -1)
 if #active >= tonumber(ARGV[4]) then return {-1} end
 local mine = 0
+local handed = nil
+if ARGV[12] == '1' then
+  handed = {}
+  for i = 4, #KEYS do handed[KEYS[i]] = true end
+end
 for _, id in ipairs(active) do
-  if redis.call('HGET', ARGV[11] .. id, 'address') == ARGV[9] then mine = mine + 1 end
+  local state = ARGV[11] .. id
+  if handed and not handed[state] then
+    mine = mine + 1
+  elseif redis.call('HGET', state, 'address') == ARGV[9] then
+    mine = mine + 1
+  end
 end
 if mine >= tonumber(ARGV[10]) then return {-2} end
 redis.call('HSET', KEYS[1], 'game', ARGV[6], 'start', ARGV[7], 'moves', ARGV[8],

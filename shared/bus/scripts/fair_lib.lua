@@ -1,10 +1,12 @@
 -- The fair queue in front of the jobs stream (a library: joined before the scripts that
 -- use it; see kibitz.shared.bus.fair_queue for the policy and its Python model).
 --
--- Known exception to "every key a script touches is in KEYS": fair_dispatch reads the
--- record of each queued job's room (room_prefix .. '{' .. room .. '}') to drop a job whose
--- room moved on; those rooms are not known before the script runs. A single Redis server
--- allows it; the cluster issue replaces it.
+-- On a single Redis, fair_dispatch reads the record of each queued job's room
+-- (room_prefix .. '{' .. room .. '}') to drop a job whose room moved on: rooms not known
+-- before the script runs, keys it is not handed, which a single Redis allows. On a Redis
+-- Cluster the rooms are in other slots: the caller passes room_prefix "" and dispatch
+-- sends every job it takes (the worker drops a stale one: it reads the room's version
+-- before it searches).
 
 local FAIR_COST_SCALE = 10000  -- a ready job's score is its start tag + cost / this (ties)
 
@@ -52,8 +54,10 @@ local function fair_dispatch(ready, waiting, clock, jobs, live, now, worker_ttl,
     local current = false
     if job then
       local ok, data = pcall(cjson.decode, job)
-      if ok and type(data) == 'table' and type(data['room']) == 'string' then
-        -- The known exception (see above): the job's room, not in KEYS.
+      if room_prefix == '' then
+        current = ok and type(data) == 'table'  -- a Redis Cluster: no room read (see above)
+      elseif ok and type(data) == 'table' and type(data['room']) == 'string' then
+        -- A single Redis: the job's room, not in KEYS (see above).
         current = redis.call('HGET', room_prefix .. '{' .. data['room'] .. '}', 'version')
         if current and tonumber(current) ~= tonumber(data['version']) then current = false end
       end
@@ -70,4 +74,31 @@ local function fair_dispatch(ready, waiting, clock, jobs, live, now, worker_ttl,
     end
   end
   return {sent, dropped}
+end
+
+-- Queue jobs relayed from the slot groups' outboxes (a Redis Cluster), each outbox entry
+-- once: an entry relayed in the last keep_ms (the set ``relayed``: "group/entry id" ->
+-- when, ms; at most ``most`` of them) is not queued again, nor is a job whose id is
+-- waiting already with the same JSON. (A job id comes back with another entry only when a
+-- failover lost the commit that made it and the room was played again from the version
+-- before: that job is queued, replacing a waiting one of the same id.) ``entries``: a flat
+-- list of the entry ("group/entry id"), job id, job JSON, lane, cost. Returns {queued,
+-- duplicates}.
+local function fair_relay(ready, waiting, owners, clock, relayed, now, max_lead, keep_ms, most,
+                          entries)
+  local queued, duplicates = 0, 0
+  for i = 1, #entries, 5 do
+    local entry, id, job = entries[i], entries[i + 1], entries[i + 2]
+    local lane, cost = entries[i + 3], entries[i + 4]
+    if redis.call('ZSCORE', relayed, entry) or redis.call('HGET', waiting, id) == job then
+      duplicates = duplicates + 1
+    else
+      fair_enqueue(ready, waiting, owners, clock, lane, id, job, cost, max_lead)
+      queued = queued + 1
+    end
+    redis.call('ZADD', relayed, now, entry)
+  end
+  redis.call('ZREMRANGEBYSCORE', relayed, '-inf', now - tonumber(keep_ms))
+  redis.call('ZREMRANGEBYRANK', relayed, 0, -tonumber(most) - 1)
+  return {queued, duplicates}
 end

@@ -9,9 +9,11 @@
 --   ARGV[2]  scan          ready jobs looked at, at most
 --   ARGV[3]  yield_prefix  the marker of waiting job J is yield_prefix .. J
 --   ARGV[4]  mark_ms       the marker's lifetime
---
--- Known exception to "every key a script touches is in KEYS": the marker of the newcomer
--- it picks (yield_prefix .. job id) is known only here. The cluster issue replaces it.
+--   KEYS[5]  ai_yielded    a Redis Cluster only: the markers in one sorted set (job id ->
+--                          expiry, ms; expired ones pruned), a key the script is handed;
+--                          yield_prefix is not used then. On a single Redis the marker is
+--                          a string key of its own (yield_prefix .. job id, a TTL), a key
+--                          known only here, which a single Redis lets a script write.
 --
 -- Returns 1 (and claims the newcomer, so only one search yields for it) or 0.
 
@@ -47,5 +49,14 @@ for _, id in ipairs(redis.call('ZRANGE', ready, 0, tonumber(scan) - 1)) do
   if lane and not running[lane] and not newcomer then newcomer = id end
 end
 if not backlogged or not newcomer then return 0 end
+if KEYS[5] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  if redis.call('ZSCORE', KEYS[5], newcomer) then return 0 end
+  redis.call('ZADD', KEYS[5], now + tonumber(mark_ms), newcomer)
+  redis.call('PEXPIRE', KEYS[5], mark_ms)
+  return 1
+end
 if redis.call('SET', yield_prefix .. newcomer, mine, 'NX', 'PX', mark_ms) then return 1 end
 return 0

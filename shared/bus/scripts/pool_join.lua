@@ -1,7 +1,8 @@
 -- Put one player into a quick pairing pool, unless a bound says no.
--- (shared/bus/pool.py, PoolBoard.join)
+-- (shared/bus/pool.py, PoolBoard.join; after nodes_lib.lua)
 --
 -- KEYS[1]  the pool hash (entry id -> entry JSON, every pool's entries)
+-- KEYS[2]  a Redis Cluster only: the node beats (keys.NODE_BEATS, the control slot's)
 -- ARGV[1]  the new entry's id
 -- ARGV[2]  the new entry (JSON with its pool, node, connection and address)
 -- ARGV[3]  the player's address
@@ -10,7 +11,7 @@
 -- ARGV[6]  the most entries one address may have (all pools, all nodes)
 -- ARGV[7]  the most entries one pool may have
 -- ARGV[8]  the most entries of all pools together
--- ARGV[9]  the node heartbeat key prefix (keys.NODES)
+-- ARGV[9]  how live nodes are told (nodes_lib.lua): keys.NODES, or '@' .. ttl_ms
 -- ARGV[10] the player's id (an account's player id, a guest's from its key); '' for a
 --          guest without a key (known by its connection only)
 --
@@ -19,16 +20,7 @@
 -- entries; -2 the pool is full; -3 the connection, or the player (another tab, another
 -- node), is in a pool already; -4 all pools are full. Refused, nothing changes but the
 -- pruning.
---
--- Known exception for the cluster issue: this script reads keys it is not handed, the
--- heartbeat keys ARGV[9] .. entry['node'] of the entries' nodes.
-local alive = {}
-local function live(node)
-  if alive[node] == nil then
-    alive[node] = redis.call('EXISTS', ARGV[9] .. node) == 1
-  end
-  return alive[node]
-end
+local live = nodes_alive(ARGV[9], KEYS[2])
 local by_address, in_pool, total, already = 0, 0, 0, false
 local entries = redis.call('HGETALL', KEYS[1])
 for i = 1, #entries, 2 do

@@ -1,16 +1,17 @@
--- Presence: who is attached to a room, on which node (a library: joined before the
--- scripts that use it, see kibitz.shared.bus.scripts.source).
+-- Presence: who is attached to a room, on which node (a library: joined after
+-- nodes_lib.lua and before the scripts that use it, see kibitz.shared.bus.scripts.source).
 --
 -- The presence hash's fields: "SEAT:NODE" -> connections of that seat's player on that
 -- node, "s:NODE" -> spectators on that node, "gone:SEAT" -> epoch ms since when that
 -- seat's player has had no connection anywhere. A dead node's entries stop counting with
--- it: a node is live while its heartbeat key (node_prefix .. NODE) exists.
---
--- Known exception to "every key a script touches is in KEYS": presence_counts reads the
--- heartbeat keys of the nodes it finds in the hash (any node, so they cannot be named in
--- advance). A single Redis server allows it; the cluster issue replaces it.
+-- it. ``node_prefix`` tells live nodes as nodes_lib.lua says: on a single Redis the
+-- heartbeat key prefix (a node is live while node_prefix .. NODE exists: keys any node
+-- may have, which a single Redis lets a script read unnamed); on a Redis Cluster
+-- '@' .. ttl_ms, the script setting ``presence_beats`` to the room group's copy of the
+-- node beats (keys.group_node_beats), a key it is handed, in the room's slot.
 
 local PRESENCE_GONE_TTL_MS = 60000  -- the presence hash of a room that is gone lives this long
+local presence_beats = nil  -- a Redis Cluster: the room group's node beats (set from KEYS)
 
 local function presence_now()
   local t = redis.call('TIME')
@@ -19,7 +20,7 @@ end
 
 -- {seat 0 connections, seat 1 connections, spectators} on live nodes.
 local function presence_counts(hash, node_prefix)
-  local live = {}
+  local alive = nodes_alive(node_prefix, presence_beats)
   local counts = {0, 0, 0}
   local entries = redis.call('HGETALL', hash)
   for i = 1, #entries, 2 do
@@ -31,8 +32,7 @@ local function presence_counts(hash, node_prefix)
       slot = node and 3
     end
     if slot and slot <= 3 and n > 0 then
-      if live[node] == nil then live[node] = redis.call('EXISTS', node_prefix .. node) == 1 end
-      if live[node] then counts[slot] = counts[slot] + n end
+      if alive(node) then counts[slot] = counts[slot] + n end
     end
   end
   return counts

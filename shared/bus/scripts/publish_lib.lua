@@ -1,4 +1,4 @@
--- Publishing a snapshot with who is there (a library, after presence_lib.lua).
+-- Publishing a snapshot with who is there (a library, after nodes_lib.lua and presence_lib.lua).
 --
 -- publish_presence publishes a snapshot (its three parts, see presence_splice) with who
 -- is there now, if the room is still at the version it was made from. Returns {1,
@@ -11,6 +11,6 @@ local function publish_presence(room, hash, version, node_prefix, flags, head, s
     return {0, tonumber(current or -1)}
   end
   local snapshot, present = presence_splice(hash, room, node_prefix, flags, head, s0, s1)
-  redis.call('PUBLISH', chan, snapshot)
+  nodes_publish(nodes_sharded(node_prefix), chan, snapshot)
   return {1, tonumber(current), present[1], present[2], present[3], present[4], present[5]}
 end

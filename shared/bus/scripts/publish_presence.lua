@@ -1,9 +1,12 @@
--- Publish a snapshot with who is there now (after presence_lib.lua and publish_lib.lua).
+-- Publish a snapshot with who is there now (after nodes_lib.lua, presence_lib.lua and
+-- publish_lib.lua).
 --
 --   KEYS[1]  room         the room's record (its version is checked)
 --   KEYS[2]  presence     the room's presence hash
 --   ARGV[1]  version      the version the snapshot was made from
---   ARGV[2]  node_prefix  the heartbeat key of node N is node_prefix .. N
+--   KEYS[3]  node_beats   a Redis Cluster only: the room group's node beats
+--   ARGV[2]  node_prefix  how live nodes are told (nodes_lib.lua); the Redis Cluster form
+--                         publishes with SPUBLISH
 --   ARGV[3]  seat_flags   one letter a seat (see presence_splice)
 --   ARGV[4]  head         the snapshot's parts (see presence_splice)
 --   ARGV[5]  seat0
@@ -13,6 +16,7 @@
 -- Returns as publish_presence.
 
 local room, presence = KEYS[1], KEYS[2]
+presence_beats = KEYS[3]
 
 return publish_presence(room, presence, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
                         ARGV[6], ARGV[7])

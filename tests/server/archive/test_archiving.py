@@ -16,9 +16,10 @@ import redis.asyncio as aioredis
 
 from kibitz.client.connection import KibitzClient
 from kibitz.server.archive.database import Archive
+from kibitz.server.loops import archiver
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP, LIVE
+from kibitz.shared.bus.keys import ARCHIVERS_GROUP
 from tests.conftest import ServerProcess, new_postgres_database, start_server
 from tests.server.test_rooms import play_random
 
@@ -103,8 +104,8 @@ async def test_a_finished_game_is_archived_and_its_keys_expire(node, redis, arch
     # forgot it; the archive stream holds nothing more.
     main, events, _presence = await archived_ttls(redis, room)
     assert 20_000 < main <= 30_000 and 20_000 < events <= 30_000
-    assert await redis.zscore(LIVE, room) is None
-    assert await redis.xlen(ARCHIVE) == 0
+    assert await redis.zscore(keys.live(0), room) is None
+    assert await redis.xlen(keys.archive(0)) == 0
 
 
 async def test_a_waiting_room_nobody_joins_expires(node, redis) -> None:
@@ -118,11 +119,11 @@ async def test_a_waiting_room_nobody_joins_expires(node, redis) -> None:
             return max(0, await redis.pttl(ROOM_KEYS[2].format(room)))  # -2: not yet there
 
         assert 0 < await eventually(presence_ttl, timeout=2) <= 1500
-        assert await redis.zscore(LIVE, room) is not None
+        assert await redis.zscore(keys.live(0), room) is not None
 
         async def gone() -> bool:
-            keys = await redis.exists(*(key.format(room) for key in ROOM_KEYS))
-            return keys == 0 and await redis.zscore(LIVE, room) is None
+            left = await redis.exists(*(key.format(room) for key in ROOM_KEYS))
+            return left == 0 and await redis.zscore(keys.live(0), room) is None
 
         await eventually(gone, timeout=10)
 
@@ -136,7 +137,7 @@ async def test_a_waiting_room_without_a_ttl_is_swept(node, redis) -> None:
 
         async def gone() -> bool:
             return not await redis.exists(ROOM_KEYS[0].format(room)) and (
-                await redis.zscore(LIVE, room) is None
+                await redis.zscore(keys.live(0), room) is None
             )
 
         await eventually(gone, timeout=10)
@@ -162,25 +163,25 @@ async def test_rooms_finished_before_the_archive_are_archived(own_redis, node, r
 
 
 async def test_a_poison_archive_entry_is_dropped(node, redis) -> None:
-    entry = await redis.xadd(ARCHIVE, {"room": "nosuchroom"})
+    entry = await redis.xadd(keys.archive(0), {"room": "nosuchroom"})
 
     async def dropped() -> bool:
-        return not await redis.xrange(ARCHIVE, entry, entry)
+        return not await redis.xrange(keys.archive(0), entry, entry)
 
     await eventually(dropped)
-    assert int((await redis.xpending(ARCHIVE, ARCHIVERS_GROUP))["pending"]) == 0
+    assert int((await redis.xpending(keys.archive(0), ARCHIVERS_GROUP))["pending"]) == 0
 
 
 async def test_games_ending_together_are_archived_together_beside_a_poison_entry(
     node, redis, archive
 ) -> None:
-    poison = await redis.xadd(ARCHIVE, {"room": "nosuchroom"})
+    poison = await redis.xadd(keys.archive(0), {"room": "nosuchroom"})
     games = await asyncio.gather(*(play_a_game(node.http_url) for _ in range(8)))
     for room, final in games:
         record = await eventually(lambda room=room: archive.get(room))
         assert record["result"] == final["result"]
-    assert not await redis.xrange(ARCHIVE, poison, poison)
-    assert int((await redis.xpending(ARCHIVE, ARCHIVERS_GROUP))["pending"]) == 0
+    assert not await redis.xrange(keys.archive(0), poison, poison)
+    assert int((await redis.xpending(keys.archive(0), ARCHIVERS_GROUP))["pending"]) == 0
 
 
 async def test_a_started_game_loses_its_waiting_ttl(node, redis) -> None:
@@ -227,7 +228,7 @@ async def test_a_node_killed_before_archiving_leaves_the_game_to_another(tmp_pat
             room, final = await play_a_game(victim.http_url)
 
             async def taken() -> bool:
-                pending = await client.xpending(ARCHIVE, ARCHIVERS_GROUP)
+                pending = await client.xpending(keys.archive(0), ARCHIVERS_GROUP)
                 return int(pending["pending"]) == 1
 
             await eventually(taken)  # the victim holds the entry, unacknowledged
@@ -243,8 +244,8 @@ async def test_a_node_killed_before_archiving_leaves_the_game_to_another(tmp_pat
                 assert [r["id"] for r in page.records] == [room]  # one row, this game
             finally:
                 await archive.close()
-            pending = await client.xpending(ARCHIVE, ARCHIVERS_GROUP)
-            assert int(pending["pending"]) == 0 and await client.xlen(ARCHIVE) == 0
+            pending = await client.xpending(keys.archive(0), ARCHIVERS_GROUP)
+            assert int(pending["pending"]) == 0 and await client.xlen(keys.archive(0)) == 0
             assert await client.pttl(keys.room_key(room)) > 0
         finally:
             victim.stop()
@@ -265,3 +266,12 @@ async def test_a_node_archives_to_postgresql(postgres, tmp_path) -> None:
         finally:
             await archive.close()
             server.stop()
+
+
+def test_on_a_single_redis_the_archiver_reads_its_one_stream_blocking() -> None:
+    """The single Redis keeps today's one stream and blocking reads (a Redis Cluster's
+    per-group streams: tests/shared/bus/test_consumer_cluster.py)."""
+    assert archiver.streams() == ["kibitz:archive"]
+    policy = archiver.policy()
+    assert policy.stream == "kibitz:archive" and policy.block_ms == archiver.BLOCK_MS
+    assert policy.group == "archivers" and policy.count == archiver.BATCH

@@ -12,7 +12,7 @@ from kibitz.shared.bus.store import HEARTBEAT_S, NODE_TTL_S
 #: The loops of a node that talk to Redis (server/node.py, server/fanout/hub.py).
 REDIS_LOOPS = {
     "fanout-listener", "fanout-probe", "results", "heartbeat", "archiver", "lobby",
-    "deadlines", "analysis", "pool", "bans", "event-streams",
+    "deadlines", "analysis", "pool", "bans", "event-streams", "relay",
 }  # fmt: skip
 
 

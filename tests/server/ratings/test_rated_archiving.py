@@ -29,8 +29,9 @@ from kibitz.server.archive.tables import rated_games, rating_history, ratings
 from kibitz.server.domain import glicko2
 from kibitz.server.domain.anchors import ANCHOR_RD, level_rating
 from kibitz.server.domain.glicko2 import Rating
+from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.keys import ARCHIVE, ARCHIVERS_GROUP
+from kibitz.shared.bus.keys import ARCHIVERS_GROUP
 from tests.conftest import new_postgres_database, start_server
 from tests.server.accounts.web import signup
 from tests.server.archive.test_archiving import SHORT, eventually
@@ -102,7 +103,7 @@ async def test_a_rated_change_is_applied_once_across_a_killed_archiver(
             winner = final["result"]["winner"]
 
             async def taken() -> bool:
-                pending = await client.xpending(ARCHIVE, ARCHIVERS_GROUP)
+                pending = await client.xpending(keys.archive(0), ARCHIVERS_GROUP)
                 return int(pending["pending"]) == 1
 
             await eventually(taken)  # the victim holds the entry, unacknowledged
@@ -120,8 +121,8 @@ async def test_a_rated_change_is_applied_once_across_a_killed_archiver(
             survivor = start_server(own.url, database_url=url, args=SHORT)
 
             async def released() -> bool:
-                pending = await client.xpending(ARCHIVE, ARCHIVERS_GROUP)
-                return int(pending["pending"]) == 0 and await client.xlen(ARCHIVE) == 0
+                pending = await client.xpending(keys.archive(0), ARCHIVERS_GROUP)
+                return int(pending["pending"]) == 0 and await client.xlen(keys.archive(0)) == 0
 
             await eventually(released, timeout=30)  # the survivor wrote it and let it go
             record = await archive.get(room)

@@ -14,7 +14,7 @@ from kibitz.server.domain.room import Room, Seat
 from kibitz.server.services.chat import ChatStore, record_chat, settle_record_chat
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
-from kibitz.shared.bus.keys import ARCHIVE, room_key
+from kibitz.shared.bus.keys import archive, room_key
 from tests.conftest import ServerProcess
 
 pytestmark = pytest.mark.asyncio
@@ -243,20 +243,20 @@ async def test_a_line_after_the_end_queues_the_room_for_the_archive_once(own_red
         await client.hset(room_key(room.id), mapping={"data": "{}", "version": 3})
         await store.post(room, "players", 0, "ann", "during the game")
         await asyncio.sleep(0.01)
-        assert await client.xlen(ARCHIVE) == 0
+        assert await client.xlen(archive(0)) == 0
         await client.hset(room_key(room.id), "archive", "queued")  # the game ended
         await client.pexpire(room_key(room.id), 60_000)  # and was archived
         await store.post(room, "spectators", None, "kib", "after")
         await asyncio.sleep(0.01)  # lines said in the same millisecond: the players' first
         await store.post(room, "players", 1, "bob", "gg")
-        entries = await client.xrange(ARCHIVE)
+        entries = await client.xrange(archive(0))
         assert len(entries) == 1
         assert entries[0][1]["room"] == room.id and 0 < int(entries[0][1]["ttl_ms"]) <= 60_000
         lines = await settle_record_chat(store.log, room.id)
         said = [(line["channel"], line["text"]) for line in lines]
         assert said == [("players", "during the game"), ("spectators", "after"), ("players", "gg")]
         await store.post(room, "players", 0, "ann", "thanks")  # read since: queued again
-        assert await client.xlen(ARCHIVE) == 2
+        assert await client.xlen(archive(0)) == 2
         assert len(await record_chat(store.log, room.id)) == 4
     finally:
         await client.aclose()

@@ -58,11 +58,11 @@ async def test_the_rearchive_mark_is_cleared(client: LinkedRedis) -> None:
     await client.hset(keys.room_key(ROOM), mapping={"data": "{}", "version": 1, "archive": "q"})
     await log.append(ROOM, "players", line("gg"), 5, 60_000)
     assert await client.exists(keys.rearchive_key(ROOM)) == 1
-    assert await client.xlen(keys.ARCHIVE) == 1
+    assert await client.xlen(keys.archive(0)) == 1
     await log.clear_rearchive_mark(ROOM)
     assert await client.exists(keys.rearchive_key(ROOM)) == 0
     await log.append(ROOM, "players", line("again"), 5, 60_000)
-    assert await client.xlen(keys.ARCHIVE) == 2
+    assert await client.xlen(keys.archive(0)) == 2
 
 
 async def test_the_benches_read_the_servers_figures(

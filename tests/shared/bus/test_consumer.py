@@ -19,11 +19,14 @@ from kibitz.shared.bus.consumer import (
     BlockingConsumer,
     ConsumerPolicy,
     Entry,
+    GroupedConsumer,
     StreamConsumer,
     Unparsable,
+    consumer_of,
+    read_entries,
 )
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.errors import BusConnectionError
+from kibitz.shared.bus.errors import BusConnectionError, BusResponseError
 
 pytestmark = pytest.mark.asyncio
 
@@ -272,3 +275,100 @@ def test_a_policy_refuses_unbounded_settings() -> None:
         ConsumerPolicy("s", "g", claim_idle_ms=10, count=10, block_ms=None, max_deliveries=0)
     with pytest.raises(ValueError):
         ConsumerPolicy("s", "g", 10, 10, None, dead_letters="d", dead_letters_maxlen=0)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
+def test_a_read_reply_is_parsed_in_either_protocol() -> None:
+    """RESP2 (a single Redis's pooled connections) and RESP3 as redis-py gives it (the
+    cluster client's): the same entries, each naming its stream; deleted ones left out."""
+    resp2 = [["s1", [("1-0", {"n": "1"}), ("2-0", None)]], ["s2", [("1-0", {"n": "2"})]]]
+    resp3 = {"s1": [[("1-0", {"n": "1"}), ("2-0", {})]], "s2": [[("1-0", {"n": "2"})]]}
+    expected = [Entry("1-0", {"n": "1"}, stream="s1"), Entry("1-0", {"n": "2"}, stream="s2")]
+    assert read_entries(resp2) == read_entries(resp3) == expected
+    assert read_entries(None) == read_entries({}) == []
+
+
+async def test_a_grouped_consumer_reads_and_acknowledges_each_stream(
+    client: aioredis.Redis,
+) -> None:
+    """The grouped consumer (a Redis Cluster's per-group streams) on one Redis: every
+    stream's entries handed out once, each acknowledged on its own stream, a dead
+    consumer's claimed from each."""
+    streams = [_stream() for _ in range(3)]
+    policy = _policy("unused", count=6, claim_idle_ms=100, block_ms=200)
+    dead = GroupedConsumer(client, policy, "dead", streams, poll_s=0.05, claim_every_s=0)
+    live = GroupedConsumer(client, policy, "live", streams, poll_s=0.05, claim_every_s=0)
+    await dead.ensure_group()
+    await live.ensure_group()  # twice is fine
+    assert dead.per_stream == 2
+    for n in range(4):
+        for stream in streams:
+            await client.xadd(stream, {"n": str(n)})
+    taken = await dead.read()  # at most two of each stream, then it dies
+    assert sorted(e.stream for e in taken) == sorted(streams * 2)
+    handled: list[tuple[str, str]] = []
+
+    async def handle(entry: Entry) -> None:
+        handled.append((entry.stream, entry.fields["n"]))
+
+    deadline = time.monotonic() + LOOP_S
+    while len(handled) < 12 and time.monotonic() < deadline:
+        await live.round(handle)
+    assert sorted(handled) == sorted((s, str(n)) for s in streams for n in range(4))
+    for stream in streams:
+        assert await _pending(client, stream) == 0 and await client.xlen(stream) == 0
+
+
+async def test_one_stream_gets_the_blocking_consumer(client: aioredis.Redis) -> None:
+    stream = _stream()
+    one = consumer_of(client, _policy("unused"), "c1", [stream])
+    assert isinstance(one, StreamConsumer) and one.policy.stream == stream
+    await one.ensure_group()
+    await client.xadd(stream, {"n": "1"})
+    (entry,) = await one.read()
+    assert entry.stream == stream
+    await one.ack_entries(entry)
+    assert await _pending(client, stream) == 0
+    assert isinstance(consumer_of(client, _policy("u"), "c", [stream, _stream()]), GroupedConsumer)
+
+
+async def test_an_idle_grouped_consumer_polls_less_often(client: aioredis.Redis) -> None:
+    """Empty passes: the wait doubles from poll_s up to idle_poll_s; an entry brings the
+    short wait back."""
+    streams = [_stream() for _ in range(2)]
+    policy = _policy("unused", block_ms=400)
+    consumer = GroupedConsumer(client, policy, "c", streams, poll_s=0.05, idle_poll_s=0.2)
+    await consumer.ensure_group()
+    passes = 0
+    read_once = consumer.read_once
+
+    async def counted() -> list[Entry]:
+        nonlocal passes
+        passes += 1
+        return await read_once()
+
+    consumer.read_once = counted  # type: ignore[method-assign]
+    started = time.monotonic()
+    while time.monotonic() - started < 1.2:
+        assert await consumer.read() == []
+    # Waits 0.05, 0.1, then 0.2 each: about 8 passes in 1.2 s (24 at 0.05 s).
+    assert 5 <= passes <= 11
+    await client.xadd(streams[1], {"n": "1"})
+    assert [entry.stream for entry in await consumer.read()] == [streams[1]]
+    assert consumer._wait == 0.05
+
+
+async def test_a_stream_refused_does_not_hold_the_others_up(client: aioredis.Redis) -> None:
+    """One stream Redis refuses (its shard down, on a cluster; here a key of another
+    type): the others are still read; every stream refused raises."""
+    streams = [_stream() for _ in range(2)]
+    consumer = GroupedConsumer(client, _policy("unused"), "c", streams)
+    await consumer.ensure_group()
+    await client.delete(streams[0])
+    await client.set(streams[0], "not a stream")
+    await client.xadd(streams[1], {"n": "1"})
+    assert [entry.stream for entry in await consumer.read()] == [streams[1]]
+    await client.delete(streams[1])
+    await client.set(streams[1], "not a stream either")
+    with pytest.raises(BusResponseError):
+        await consumer.read()

@@ -19,7 +19,7 @@ from kibitz.server.services.rooms import RoomService
 from kibitz.shared.bus import fair_queue as fairness
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.keys import JOBS, LIVE, WORKERS_GROUP
+from kibitz.shared.bus.keys import WORKERS_GROUP
 from kibitz.shared.protocol.client_in import Create, Resign
 from kibitz.shared.protocol.jobs import Job
 from tests.conftest import start_server
@@ -131,12 +131,12 @@ async def _ai_room(service: RoomService, owner: str, game: str, level: int) -> s
 
 async def _take_and_finish(r: aioredis.Redis, service: RoomService) -> str | None:
     """Act as a worker for one job: read it, finish it, admit the next ones."""
-    batches = await r.xreadgroup(WORKERS_GROUP, "hand", {JOBS: ">"}, count=1)
+    batches = await r.xreadgroup(WORKERS_GROUP, "hand", {keys.JOBS: ">"}, count=1)
     if not batches:
         return None
     entry_id, fields = batches[0][1][0]
-    await r.xack(JOBS, WORKERS_GROUP, entry_id)
-    await r.xdel(JOBS, entry_id)
+    await r.xack(keys.JOBS, WORKERS_GROUP, entry_id)
+    await r.xdel(keys.JOBS, entry_id)
     await service.store.dispatch()
     return str(Job.from_fields(fields).room)
 
@@ -147,7 +147,7 @@ async def test_the_stream_is_fed_in_fair_order(service: RoomService) -> None:
     newcomer = await _ai_room(service, "10.0.0.2", "tictactoe", 1)
     # No worker is live: the window is one job, so one job sits in the stream and the
     # others wait in the fair queue.
-    assert await r.xlen(JOBS) == 1
+    assert await r.xlen(keys.JOBS) == 1
     assert await r.hlen(keys.AI_WAITING) == 5 == await r.zcard(keys.AI_READY)
     started = [await _take_and_finish(r, service) for _ in range(6)]
     assert started == [flood[0], newcomer, *flood[1:]]
@@ -173,7 +173,7 @@ async def test_the_window_is_the_number_of_live_workers(service: RoomService) ->
     await r.zadd(keys.AI_WORKERS_LIVE, {"w4": (await _redis_ms(r)), "w5": await _redis_ms(r)})
     for _ in range(4):
         await _ai_room(service, "10.0.0.1", "chess", 8)
-    assert await r.xlen(JOBS) == 2  # two live workers, two jobs admitted
+    assert await r.xlen(keys.JOBS) == 2  # two live workers, two jobs admitted
     assert await fair.waiting() == 2
     assert await r.zcard(keys.AI_WORKERS_LIVE) == 2  # the dead ones were pruned
 
@@ -190,7 +190,7 @@ async def test_a_job_whose_room_moved_on_is_dropped_not_dispatched(service: Room
     assert await r.hexists(keys.AI_WAITING, f"{second}:0")
     await service.resign(Resign(room=second, token="tok-10.0.0.1"))  # while queued
     assert await _take_and_finish(r, service) == first
-    assert await r.xlen(JOBS) == 0  # the second job was dropped, never sent
+    assert await r.xlen(keys.JOBS) == 0  # the second job was dropped, never sent
     assert await r.hlen(keys.AI_WAITING) == 0 == await r.zcard(keys.AI_READY)
     assert (await service.get(second)).moves == []
 
@@ -200,12 +200,12 @@ async def test_the_ai_game_limit_refuses_and_changes_nothing(service: RoomServic
     service.ai_games_per_owner = 2
     rooms = [await _ai_room(service, "10.0.0.1", "othello", 3) for _ in range(2)]
     before = {key: await r.type(key) async for key in r.scan_iter("kibitz:*")}
-    lobby = await r.zcard(LIVE)
+    lobby = await r.zcard(keys.live(0))
     with pytest.raises(RoomError) as refused:
         await _ai_room(service, "10.0.0.1", "othello", 3)
     assert refused.value.code == "rate/ai_games" and "at most 2" in refused.value.message
     after = {key: await r.type(key) async for key in r.scan_iter("kibitz:*")}
-    assert after == before and await r.zcard(LIVE) == lobby
+    assert after == before and await r.zcard(keys.live(0)) == lobby
     assert await r.zcard(keys.ai_games_key("10.0.0.1")) == 2
     # Other owners, and games without an AI, are not affected.
     await _ai_room(service, "10.0.0.2", "othello", 3)

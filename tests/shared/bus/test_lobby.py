@@ -116,7 +116,7 @@ async def test_the_lobby_lists_live_nodes_seeks_only(client: LinkedRedis) -> Non
 
 
 async def test_live_rooms_read_newest_first_within_bounds(client: LinkedRedis) -> None:
-    await client.zadd(keys.LIVE, {"old": 100, "a": 500, "b": 500, "c": 900})
+    await client.zadd(keys.live(0), {"old": 100, "a": 500, "b": 500, "c": 900})
     live = LiveRooms(client)
     assert await live.newest(None, 200, 0, 10) == [
         LiveEntry("c", 900),

@@ -221,3 +221,58 @@ async def test_a_subscription_hands_over_what_came_then_the_error(
         await subscription.get_message(1)
     with pytest.raises(redis.ConnectionError):
         subscription.subscribe("y")
+
+
+class _Transport:
+    """A transport that keeps what is written (for a Subscription without a server)."""
+
+    def __init__(self) -> None:
+        self.written = b""
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def is_closing(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        pass
+
+
+def _push(*items: str | int) -> bytes:
+    out = f">{len(items)}\r\n".encode()
+    for item in items:
+        if isinstance(item, int):
+            out += f":{item}\r\n".encode()
+        else:
+            out += f"${len(item.encode())}\r\n{item}\r\n".encode()
+    return out
+
+
+def test_a_sharded_subscription_tells_its_confirmations_from_what_redis_dropped() -> None:
+    """SSUBSCRIBE one command per slot; a ``sunsubscribe`` not asked for (a slot moved)
+    and a refused SSUBSCRIBE (``MOVED``) come out as ``dropped``, and the connection
+    lives on (the same against a real cluster: tests/shared/bus/test_sharded_subscription.py)."""
+    subscription = Subscription(sharded=True)
+    transport = _Transport()
+    subscription.connection_made(transport)  # type: ignore[arg-type]
+    subscription.subscribe("{a}x", "{a}y", "{b}x")  # two slots: two commands
+    assert transport.written.count(b"SSUBSCRIBE") == 2
+    subscription.unsubscribe("{a}x")
+    feed = subscription.data_received
+    feed(_push("ssubscribe", "{a}x", 1) + _push("ssubscribe", "{a}y", 2))
+    feed(b"-MOVED 1234 127.0.0.1:7000\r\n")  # the {b} command, refused whole
+    feed(_push("sunsubscribe", "{a}x", 1))  # the confirmation of ours
+    feed(_push("smessage", "{a}y", "hello"))
+    feed(_push("sunsubscribe", "{a}y", 0))  # Redis's own: its slot moved away
+    assert list(subscription.queue) == [
+        Message("subscribe", "{a}x", 1),
+        Message("subscribe", "{a}y", 2),
+        Message("dropped", "{b}x", "MOVED 1234 127.0.0.1:7000"),
+        Message("unsubscribe", "{a}x", 1),
+        Message("message", "{a}y", "hello"),
+        Message("dropped", "{a}y", 0),
+    ]
+    assert subscription._error is None
+    feed(b"-ERR nobody asked\r\n")  # an error for no command ends the connection
+    assert isinstance(subscription._error, redis.ConnectionError)

@@ -34,6 +34,7 @@ from kibitz.shared.bus.store import (
     GLOBAL_COMMIT_KEYS,
     AiGames,
     AiGamesLimit,
+    ClusterCommitKeys,
     CommitArgs,
     CommitKeys,
     QueueFull,
@@ -185,6 +186,7 @@ def _lua_table(name: str, kind: str) -> list[str]:
 
 def test_the_commit_names_keys_and_args_as_its_lua_file_does() -> None:
     assert _lua_table("commit", "KEYS") == list(CommitKeys._fields)
+    assert _lua_table("commit", "C") == list(ClusterCommitKeys._fields)  # then presence keys
     assert _lua_table("commit", "ARGV") == list(CommitArgs._fields)
     # And the body uses no entry the header does not name.
     body = source("commit")
@@ -196,7 +198,10 @@ def test_the_commit_names_keys_and_args_as_its_lua_file_does() -> None:
 @pytest.mark.parametrize(
     "name",
     ["presence", "attach", "publish_presence", "leave", "archived", "queue_legacy", "forget",
-     "node_beat", "fair_dispatch", "fair_beat", "fair_should_yield"],
+     "node_beat", "fair_dispatch", "fair_beat", "fair_should_yield", "ai_relay",
+     "ai_games_count", "address_connect", "seek_add", "seek_accept",
+     "pool_join", "pool_live", "pool_take", "chat_append", "analysis_start",
+     "jobs_renew_lease"],
 )  # fmt: skip
 def test_every_store_script_names_each_entry_it_uses(name: str) -> None:
     body = source(name)
@@ -332,9 +337,9 @@ async def test_every_key_a_store_script_touches_is_handed_to_it(
             (lambda: store.publish_snapshot(room_id, 2, "hh", _plan(room_id, 1, 2).snapshot, 0),
              room_keys),
             (lambda: store.archived(room_id, "0-1", 60_000),
-             room_keys | {keys.LIVE, keys.ARCHIVE}),
-            (lambda: store.queue_if_legacy(room_id), room_keys | {keys.ARCHIVE}),
-            (lambda: store.forget(room_id, 2), room_keys | {keys.LIVE}),
+             room_keys | {keys.live(0), keys.archive(0)}),
+            (lambda: store.queue_if_legacy(room_id), room_keys | {keys.archive(0)}),
+            (lambda: store.forget(room_id, 2), room_keys | {keys.live(0)}),
             (lambda: store.heartbeat(), {keys.node_key(store.node), keys.NODE_BEATS}),
         ):  # fmt: skip
             touched = await _touched(store, monitor, action)
