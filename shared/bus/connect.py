@@ -29,14 +29,15 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 from urllib.parse import parse_qs, quote, unquote
 
 import redis
 import redis.asyncio as aioredis
 import redis.cluster as sync_cluster
+from redis._parsers import AsyncCommandsParser
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import cluster as async_cluster
 from redis.asyncio.retry import Retry
@@ -278,17 +279,101 @@ def _bus_error(exc: RedisClusterException) -> redis.RedisError:
     return redis.ConnectionError(f"Redis Cluster: {exc}")
 
 
+#: The commands whose keys redis-py would ask a node for (``COMMAND GETKEYS``: they are
+#: "movablekeys"), which the bus sends often, and whose keys are read here instead.
+STREAM_READS = ("XREADGROUP", "XREAD")
+_CROSS_SLOT = "all keys must map to the same key slot"  # redis-py's words (see _REFUSED)
+
+
+def stream_read_keys(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The stream names of an ``XREADGROUP``/``XREAD`` (``args[0]`` the command): the
+    first half of the arguments after ``STREAMS``; None for any other command, or one
+    too malformed to tell (redis-py then asks a node, which refuses it).
+
+    redis-py's cluster clients ask a node ``COMMAND GETKEYS`` for every command whose
+    keys move (one serial round trip, even inside a pipeline: a pipelined read of 64
+    streams took 128 of them, all on one primary); these two are read here."""
+    if not args:
+        return None
+    name = args[0].decode() if isinstance(args[0], bytes) else args[0]
+    if not isinstance(name, str) or name.upper() not in STREAM_READS:
+        return None
+    # XREADGROUP GROUP group consumer [COUNT n] [BLOCK ms] [NOACK] STREAMS key... id...
+    # (the group and consumer are names: one may be "streams"; COUNT and BLOCK take numbers)
+    start = 4 if name.upper() == "XREADGROUP" else 1
+    for at in range(start, len(args)):
+        word = args[at]
+        word = word.decode(errors="replace") if isinstance(word, bytes) else word
+        if isinstance(word, str) and word.upper() == "STREAMS":
+            rest = args[at + 1 :]
+            if not rest or len(rest) % 2:
+                return None
+            return tuple(rest[: len(rest) // 2])
+    return None
+
+
 class _AsyncCluster(async_cluster.RedisCluster):
     """redis-py's cluster client retrying what a broken connection or a failover fails,
-    never a timeout (the command may have run)."""
+    never a timeout (the command may have run), and taking the keys of the stream reads
+    from their arguments, not from a node (:func:`stream_read_keys`)."""
 
     ERRORS_ALLOW_RETRY = (aioredis.ConnectionError, ClusterDownError, SlotNotCoveredError)  # type: ignore[assignment]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands_parser = _CommandsParser()
 
-class _SyncCluster(sync_cluster.RedisCluster):
+    # redis-py calls it with the whole command (``_determine_slot(*args)``), for a
+    # command, for each command of a pipeline (twice: its policy, then its node) and for
+    # the links (ClusterRedis._link_for).
+    async def _determine_slot(self, command: str, *args: Any) -> int:
+        names = stream_read_keys((command, *args))
+        if names is None:
+            return await super()._determine_slot(command, *args)
+        slots = {self.keyslot(name) for name in names}
+        if len(slots) != 1:
+            raise RedisClusterException(f"{command} - {_CROSS_SLOT}")
+        return slots.pop()
+
+
+class _CommandsParser(AsyncCommandsParser):
+    """redis-py's table of commands (``COMMAND``), read once: redis-py reads it again at
+    every refresh of the slot map, from the first primary it knows, and a refresh fails
+    (every command waiting on it fails) while that primary is frozen or gone."""
+
+    async def initialize(self, node: Any = None) -> None:
+        if node is not None:
+            self.node = node
+        if not self.commands:
+            await super().initialize()
+
+
+class _LocalStreamKeys:
+    """The blocking cluster client's and its pipelines' key lookup (which
+    ``determine_slot`` and a pipeline's routing both call), local for the stream reads."""
+
+    def _get_command_keys(self, *args: Any) -> Any:
+        names = stream_read_keys(args)
+        if names is None:
+            return super()._get_command_keys(*args)  # type: ignore[misc]
+        return list(names)
+
+
+class _SyncPipeline(_LocalStreamKeys, sync_cluster.ClusterPipeline):
+    """redis-py's blocking cluster pipeline, with :class:`_LocalStreamKeys`."""
+
+
+class _SyncCluster(_LocalStreamKeys, sync_cluster.RedisCluster):
     """The same, blocking."""
 
     ERRORS_ALLOW_RETRY = (redis.ConnectionError, ClusterDownError, SlotNotCoveredError)  # type: ignore[assignment]
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
+        # redis-py builds a ClusterPipeline (a RedisCluster of its own, which looks keys
+        # up itself): the same object, with the local key lookup (no state of its own).
+        pipe.__class__ = _SyncPipeline
+        return pipe
 
 
 class _NoConnection(aioredis.Connection):
@@ -517,9 +602,14 @@ class ClusterRedis(aioredis.Redis):
 
     async def refresh_slots(self) -> None:
         """Ask the cluster again which primary serves which slot (after a slot moved or a
-        failover)."""
-        self.redis_cluster._initialize = True  # redis-py's way: the next use reads it again
-        await self.initialize()
+        failover). Commands go on meanwhile, on the slot map they had: redis-py's own way
+        (``_initialize``) would hold every command until the new map is in, which takes a
+        timeout or more while the node asked first is frozen."""
+        await self.initialize()  # (the first use: the client reads the map once anyway)
+        with bus_errors():
+            # Asks the known nodes in turn (one that fails is passed over), then swaps the
+            # map in at once; the old one stays if none answered.
+            await self.redis_cluster.nodes_manager.initialize()
 
     def _refresh_soon(self) -> None:
         """:meth:`refresh_slots` in the background, at most once per ``REFRESH_EVERY_S``."""
@@ -680,6 +770,62 @@ class BlockingClusterScript(Script):
             return target.execute_command("EVALSHA", self.sha, *command)
         except NoScriptError:
             return target.execute_command("EVAL", self.script, *command)
+
+
+# --- every slot group at once, whichever fail ---------------------------------------------
+T = TypeVar("T")
+
+
+async def each_group(
+    client: AsyncClient, call: Callable[[int], Awaitable[T]], what: str
+) -> list[tuple[int, T]]:
+    """``call(group)`` for every slot group at once (a Redis Cluster's readers and
+    writers of the per-group keys, on ``client``); ``(group, reply)`` of those that
+    answered.
+
+    A group whose call failed with one of the bus's errors (its primary killed, frozen
+    or failing over: refused, timed out, ``CLUSTERDOWN``), or had not answered within the
+    client's command timeout, is left out (its call cancelled), so that one primary down
+    neither stops nor holds up every group; one WARNING per call says how many. (A frozen
+    primary's calls take several timeouts: the link tries to reconnect, then redis-py.)
+    If every group failed, the bus's connection error. Any other exception is raised.
+
+    Not one redis-py pipeline: a cluster pipeline whose node cannot be reached (refused,
+    timed out) raises as a whole, whatever ``raise_on_error`` (it is retried, closing the
+    client's connections to every node each time). Here each command goes on its own, and
+    ClusterRedis sends those of a primary down its one pipelined link in one write, so it
+    is as many round trips (one per primary, in parallel)."""
+    groups = list(keys.groups())
+    within_s = client.timeout_s if isinstance(client, ClusterRedis) else REDIS_TIMEOUT_S
+    tasks = [asyncio.ensure_future(call(group)) for group in groups]
+    try:
+        await asyncio.wait(tasks, timeout=within_s)
+    finally:
+        for task in tasks:
+            task.cancel()  # (a no-op for those done)
+    answered: list[tuple[int, T]] = []
+    failed: list[BaseException] = []
+    for group, task in zip(groups, tasks, strict=True):
+        if not task.done() or task.cancelled():
+            failed.append(redis.TimeoutError(f"no answer within {within_s} s"))
+            continue
+        error = task.exception()
+        if error is None:
+            answered.append((group, task.result()))
+        elif isinstance(error, (redis.RedisError, RedisClusterException)):
+            failed.append(error)
+        else:
+            raise error
+    if failed:
+        if not answered:
+            raise redis.ConnectionError(
+                f"{what}: every slot group failed ({len(failed)}): {failed[0]}"
+            ) from failed[0]
+        log.warning(
+            "%s: %d of %d slot groups failed, the others answered (%s: %s)",
+            what, len(failed), len(groups), type(failed[0]).__name__, failed[0],
+        )  # fmt: skip
+    return answered
 
 
 # --- the cluster's shape -----------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
+from kibitz.shared.bus.connect import each_group
 from kibitz.shared.bus.scripts import source
 from kibitz.shared.bus.store import control_beats, nodes_arg
 
@@ -143,7 +144,8 @@ class SeekBoard:
 
 class LiveRooms:
     """Reads the live-rooms index (``rooms:live``: room -> last change, ms) by score; on
-    a Redis Cluster every slot group's, merged (one pipeline)."""
+    a Redis Cluster every slot group's, merged (all at once; a group whose primary is
+    down is left out)."""
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
@@ -159,16 +161,18 @@ class LiveRooms:
                 keys.live(0), top, cutoff_ms, start=offset, num=count, withscores=True
             )
             return [LiveEntry(str(member), int(score)) for member, score in batch]
+
         # Each group's first offset + count, merged newest first (ties: by room id, as
         # ZREVRANGEBYSCORE orders them within a group), then the page.
-        pipe = self._redis.pipeline(transaction=False)
-        for group in keys.groups():
-            pipe.zrevrangebyscore(
+        # A group whose primary is down (failing over) is left out (each_group).
+        async def page(group: int) -> Any:
+            return await self._redis.zrevrangebyscore(
                 keys.live(group), top, cutoff_ms, start=0, num=offset + count, withscores=True
             )
-        pages: list[Any] = await pipe.execute()
+
+        pages = await each_group(self._redis, page, "lobby")
         merged = heapq.merge(
-            *([(str(m), int(s)) for m, s in page] for page in pages),
+            *([(str(m), int(s)) for m, s in found] for _group, found in pages),
             key=lambda entry: (-entry[1], _descending(entry[0])),
         )
         entries = [LiveEntry(room, score) for room, score in merged]

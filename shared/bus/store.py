@@ -50,9 +50,11 @@ the node beats (``keys.group_node_beats(g)``, which :meth:`RoomStore.heartbeat` 
 every group) is recent: the presence scripts are handed that key. The per-owner AI game cap
 counts every group: a new AI room's commit is handed the other groups' counts, read just
 before under a short per-owner lock (``AI_GAMES_LOCK_MS``). Readers of the per-group sets
-merge the groups (:meth:`RoomStore.live_room_ids`, :meth:`RoomStore.due_rooms`,
-:meth:`RoomStore.live_rooms_idle_since`: one pipeline). On a single Redis all of this is
-as it was: one group, the names above, one script.
+merge the groups (:meth:`RoomStore.live_rooms_idle_since`: one pipeline;
+:meth:`RoomStore.live_room_ids`, :meth:`RoomStore.due_rooms`, the outbox sweep and the
+heartbeat's beats: every group at once, leaving out the groups of a primary that is down,
+``connect.each_group``). On a single Redis all of this is as it was: one group, the names
+above, one script.
 
 Every write to a room goes through one Lua script (``scripts/commit.lua``) that commits
 only if the room is still at the version the change was computed from (optimistic
@@ -92,6 +94,7 @@ import redis.asyncio as aioredis
 from kibitz.shared import fastjson
 from kibitz.shared.bus import fair_queue as fairness
 from kibitz.shared.bus import keys
+from kibitz.shared.bus.connect import each_group
 from kibitz.shared.bus.consumer import ensure_group
 from kibitz.shared.bus.errors import BusError, BusResponseError
 from kibitz.shared.bus.fair_queue import AsyncFairQueue
@@ -527,19 +530,22 @@ class RoomStore:
         self, limit: int = LOBBY_ROOMS, max_idle_ms: int = LOBBY_MAX_IDLE_MS
     ) -> list[str]:
         """Unfinished rooms changed in the last ``max_idle_ms``, most recent first (every
-        slot group's, merged: one pipeline)."""
+        slot group's, merged: all at once; a group whose primary is down is left out,
+        connect.each_group)."""
         cutoff = int(time.time() * 1000) - max_idle_ms
         if not keys.grouped():
             ids: Any = await self.redis.zrevrangebyscore(
                 keys.live(0), "+inf", cutoff, start=0, num=limit
             )
             return list(ids)
-        pipe = self.redis.pipeline(transaction=False)
-        for group in keys.groups():
-            pipe.zrevrangebyscore(
+
+        async def page(group: int) -> Any:
+            return await self.redis.zrevrangebyscore(
                 keys.live(group), "+inf", cutoff, start=0, num=limit, withscores=True
             )
-        return _merge_newest(await pipe.execute(), limit)
+
+        pages = await each_group(self.redis, page, "live rooms")
+        return _merge_newest((found for _group, found in pages), limit)
 
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
         """The events after ``version``, oldest first, each with its version and time."""
@@ -827,12 +833,12 @@ class RoomStore:
         if not keys.grouped():
             return 0
         before = int(time.time() * 1000) - older_than_ms
-        pipe = self.redis.pipeline(transaction=False)
-        for group in keys.groups():
-            pipe.xrange(keys.ai_outbox(group), "-", str(before), count=limit)
-        pages: list[Any] = await pipe.execute()
+
+        async def stale(group: int) -> Any:
+            return await self.redis.xrange(keys.ai_outbox(group), "-", str(before), count=limit)
+
         entries: list[OutboxEntry] = []
-        for group, page in zip(keys.groups(), pages, strict=True):
+        for group, page in await each_group(self.redis, stale, "outbox sweep"):
             for entry_id, fields in page or ():
                 if len(entries) >= limit:
                     break
@@ -995,18 +1001,21 @@ class RoomStore:
     # -- deadlines and heartbeats --------------------------------------------------------
     async def due_rooms(self, now_ms: int, limit: int = DUE_BATCH) -> list[str]:
         """Rooms whose clock deadline is at or before ``now_ms``, earliest first (every
-        slot group's, merged: one pipeline)."""
+        slot group's, merged: all at once; a group whose primary is down is left out,
+        so the others' flags still fall: connect.each_group)."""
         if not keys.grouped():
             ids: Any = await self.redis.zrangebyscore(
                 keys.deadlines(0), "-inf", now_ms, start=0, num=limit
             )
             return list(ids)
-        pipe = self.redis.pipeline(transaction=False)
-        for group in keys.groups():
-            pipe.zrangebyscore(
+
+        async def due(group: int) -> Any:
+            return await self.redis.zrangebyscore(
                 keys.deadlines(group), "-inf", now_ms, start=0, num=limit, withscores=True
             )
-        return _merge_oldest(await pipe.execute(), limit)
+
+        pages = await each_group(self.redis, due, "deadline sweep")
+        return _merge_oldest((found for _group, found in pages), limit)
 
     async def drop_deadline(self, room_id: str) -> None:
         """Take a room that is gone off ``deadlines``."""
@@ -1092,7 +1101,8 @@ class RoomStore:
         many it announced.
 
         On a Redis Cluster the beat is also written into every slot group's copy of the
-        node beats (one pipeline), which the presence scripts are handed."""
+        node beats (all at once; a group whose primary is down is skipped), which the
+        presence scripts are handed."""
         beat_keys = [keys.node_key(self.node), keys.NODE_BEATS]
         if not keys.grouped():
             dead = await self._node_beat(
@@ -1103,12 +1113,15 @@ class RoomStore:
             keys=beat_keys, args=[self.node, NODE_TTL_S, keys.NODE_DIED, "1"]
         )
         dead, now = int(reply[0]), int(reply[1])
-        pipe = self.redis.pipeline(transaction=False)
-        for group in keys.groups():
+
+        async def beat(group: int) -> None:
             beats = keys.group_node_beats(group)
-            pipe.zadd(beats, {self.node: now})
-            pipe.zremrangebyscore(beats, "-inf", now - NODE_TTL_MS - GROUP_BEATS_KEEP_MS)
-        await pipe.execute()
+            await asyncio.gather(
+                self.redis.zadd(beats, {self.node: now}),
+                self.redis.zremrangebyscore(beats, "-inf", now - NODE_TTL_MS - GROUP_BEATS_KEEP_MS),
+            )
+
+        await each_group(self.redis, beat, "heartbeat")
         return dead
 
 

@@ -461,6 +461,22 @@ class Cluster:
             return True
 
         wait_until(announced, 10, f"{primary} announcing its proxy's port")
+        replicas = self.rc.replicas_of(primary)
+
+        def replicating_through_the_proxy() -> bool:
+            for replica in replicas:
+                client = replica.client()
+                try:
+                    info = client.info("replication")
+                finally:
+                    client.close()
+                if int(info.get("master_port", 0)) != proxy.port:
+                    return False
+                if info.get("master_link_status") != "up":
+                    return False
+            return True
+
+        wait_until(replicating_through_the_proxy, 15, f"{primary}'s replicas via its proxy")
 
     def _unproxy_primaries(self) -> None:
         for node_id, proxy in list(self.primary_proxies.items()):
@@ -857,6 +873,10 @@ class Player:
                 await asyncio.sleep(0.3)
             elif code in ("room/stale", "move/not_your_turn", "move/illegal", "game/over"):
                 self.floor = version + 1  # our view is behind: act on a newer state only
+            elif code == "message/invalid" and "ahead of" in str(reply.get("message")):
+                # Our view is ahead of the room: Redis lost the last commits (a failover).
+                # The node must resync us to what Redis holds; until then, ask again.
+                await asyncio.sleep(0.3)
             else:
                 raise ChaosError(f"room {self.room} seat {self.seat}: move refused: {reply}")
 

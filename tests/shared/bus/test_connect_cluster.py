@@ -124,6 +124,54 @@ async def test_pipelines_span_groups_and_transactions_keep_to_one_slot(
             await pipe.execute()
 
 
+def getkeys_calls(cluster: EmbeddedCluster) -> list[int]:
+    """``COMMAND GETKEYS`` calls so far, on each primary (INFO commandstats)."""
+    calls = []
+    for node in cluster.primaries():
+        with node.client() as direct:
+            stats: Any = direct.info("commandstats")
+            calls.append(int(stats.get("cmdstat_command|getkeys", {}).get("calls", 0)))
+    return calls
+
+
+async def test_stream_reads_take_their_keys_without_asking_a_node(
+    client: ClusterRedis, url: str, redis_cluster: EmbeddedCluster
+) -> None:
+    # redis-py asks a node COMMAND GETKEYS for XREADGROUP/XREAD (their keys "move"),
+    # serially, even in a pipeline; connect.py reads them from the arguments.
+    streams = [keys.archive(group) for group in keys.groups()]
+    written = {}
+    for stream in streams:
+        await client.xgroup_create(stream, "readers", id="0", mkstream=True)
+        written[stream] = await client.xadd(stream, {"stream": stream})
+    before = getkeys_calls(redis_cluster)
+    async with client.pipeline(transaction=False) as pipe:
+        for stream in streams:
+            pipe.xreadgroup("readers", "r1", {stream: ">"}, count=10)
+        replies = await pipe.execute()
+    assert replies == [[[s, [(written[s], {"stream": s})]]] for s in streams]
+    read: Any = await client.xread({streams[3]: "0"}, count=1)
+    assert read == [[streams[3], [(written[streams[3]], {"stream": streams[3]})]]]
+    blocking = blocking_client(url)
+    try:
+        sync_pipe = blocking.pipeline(transaction=False)
+        for stream in streams:
+            sync_pipe.xreadgroup("readers", "r2", {stream: "0"}, count=10)
+        assert [len(reply[0][1]) for reply in sync_pipe.execute()] == [0] * GROUPS  # r2: none
+        assert blocking.xread({streams[5]: "0"})[0][0] == streams[5]
+        with pytest.raises(redis.ResponseError, match="same key slot"):
+            blocking.xread({streams[1]: "0", streams[2]: "0"})
+    finally:
+        blocking.close()
+    assert getkeys_calls(redis_cluster) == before
+    with pytest.raises(redis.ResponseError, match="same key slot"):
+        await client.xread({streams[1]: "0", streams[2]: "0"})
+    with pytest.raises(redis.ResponseError, match="same key slot"):
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.xreadgroup("readers", "r1", {streams[1]: ">", streams[2]: ">"})
+            await pipe.execute()
+
+
 async def test_the_client_tells_where_each_slot_is(
     client: ClusterRedis, redis_cluster: EmbeddedCluster
 ) -> None:

@@ -18,8 +18,9 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -566,3 +567,64 @@ async def test_games_against_the_ai_through_the_room_service(
                 Create(game="tictactoe", opponent="ai:1", seat=0), "x", owner="10.5.5.5"
             )
     assert refused.value.code == "rate/ai_games"
+
+
+# --- one primary down (a cluster of the test's own: 3 primaries, no replica) -----------
+@pytest.fixture
+def lone_primaries(tmp_path: Path) -> Iterator[EmbeddedCluster]:
+    """A cluster of 3 primaries without replicas: a primary frozen or killed stays down
+    (no failover), its slot groups unreachable."""
+    cluster = EmbeddedCluster(tmp_path, primaries=3, replicas_per_primary=0).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.parametrize("fault", ["frozen", "killed"])
+async def test_one_primary_down_stops_no_other_group(
+    lone_primaries: EmbeddedCluster, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The readers merged over every group (the deadline sweep, the lobby, the outbox
+    # sweep) and the heartbeat's per-group beats skip the groups of a primary that is
+    # down, not every group. A short timeout: a frozen primary answers nothing.
+    client = command_client(_url(lone_primaries), timeout_s=0.3)
+    store = RoomStore(client, node="n-" + uuid.uuid4().hex[:4])
+    try:
+        rooms = _rooms_in_every_group()
+        now = int(time.time() * 1000)
+        for i, room_id in enumerate(rooms):
+            group = keys.group_of(room_id)
+            await client.zadd(keys.deadlines(group), {room_id: now - 1000 + i})
+            await client.zadd(keys.live(group), {room_id: now - i})
+        control = lone_primaries.node_for_key(keys.NODE_BEATS).address
+        victim = next(n for n in lone_primaries.primaries() if n.address != control)
+
+        def up(room_id: str) -> bool:
+            return lone_primaries.node_for_key(keys.room_key(room_id)).address != victim.address
+
+        reachable = [room for room in rooms if up(room)]
+        assert 0 < len(reachable) < len(rooms)
+        (lone_primaries.freeze if fault == "frozen" else lone_primaries.kill)(victim)
+        try:
+            caplog.clear()
+            assert await store.due_rooms(now, 50) == reachable  # earliest first
+            failed = [r for r in caplog.records if "deadline sweep" in r.getMessage()]
+            assert len(failed) == 1 and failed[0].levelname == "WARNING"
+            assert (
+                f"{len(rooms) - len(reachable)} of {GROUPS} slot groups" in failed[0].getMessage()
+            )
+            page = await LiveRooms(client).newest(None, now - 60_000, 0, 100)
+            assert [entry.room_id for entry in page] == reachable  # newest first
+            assert await store.live_room_ids() == reachable
+            assert await store.relay_stale() == 0
+            await store.heartbeat()
+            for room_id in rooms:
+                beats = keys.group_node_beats(keys.group_of(room_id))
+                if up(room_id):
+                    assert await client.zscore(beats, store.node) is not None
+        finally:
+            if fault == "frozen":
+                lone_primaries.thaw(victim)
+        if fault == "frozen":  # thawed: every group again
+            assert sorted(await store.due_rooms(now, 50)) == sorted(rooms)
+    finally:
+        await client.aclose()
