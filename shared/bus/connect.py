@@ -60,7 +60,7 @@ from redis.exceptions import (
 )
 
 from kibitz.shared.bus import keys
-from kibitz.shared.bus.link import POOLED, Address, LinkedRedis, RedisLink
+from kibitz.shared.bus.link import POOLED, Address, LinkedRedis, RedisLink, pack
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,11 @@ BLOCKING_CONNECT_TIMEOUT_S = 5.0
 BLOCKING_POOL_SIZE = 8  # a worker's connections per cluster node (it runs two threads)
 
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
-#: The slot map is read again after a command timed out at most this often.
-REFRESH_EVERY_S = 1.0
+#: While commands fail on a cluster node (a connection refused or broken, a timeout: a
+#: primary killed or frozen, its replica about to take over) the slot map is read again
+#: in the background at most this often, so that the commands go to the promoted replica
+#: within about this long of its promotion.
+REFRESH_EVERY_S = 0.5
 #: How often a command that found every pooled connection of a cluster node busy looks
 #: again (it gives up after ``wait_s``).
 POOL_POLL_S = (0.002, 0.05)
@@ -470,15 +473,18 @@ class ClusterRedis(aioredis.Redis):
                 return options[EMPTY_RESPONSE]
             raise
         except aioredis.ConnectionError:
-            # The link tried again and again (link.py): the node may be gone (a
-            # failover). redis-py's client asks the cluster where the slot is now.
+            # The node may be gone (a failover): read the slot map again (in the
+            # background, while this goes on), and send the command through redis-py's
+            # client, which asks the cluster where the slot is now and retries it there
+            # (a connection error is retried, as on a single Redis).
+            self._refresh_soon(link)
             await self._drop_link(link)
             return await self._pooled(*args, **options)
         except aioredis.TimeoutError:
             # Not retried (it may have run), but the node may hang for good (frozen, cut
             # off) while a replica takes its slots over: read the slot map again, in the
             # background, so that the next commands go where the slots are then.
-            self._refresh_soon()
+            self._refresh_soon(link)
             raise
         options.pop(EMPTY_RESPONSE, None)
         options.pop("keys", None)
@@ -511,7 +517,7 @@ class ClusterRedis(aioredis.Redis):
         link = self._links.get(node.name)
         if link is None:
             address = self.url.address(node.host, int(node.port))
-            link = RedisLink(address, self.timeout_s, wait_s=self.wait_s)
+            link = _ClusterLink(address, self.timeout_s, wait_s=self.wait_s)
             self._links[node.name] = link
         return link
 
@@ -535,6 +541,12 @@ class ClusterRedis(aioredis.Redis):
                     raise
                 await asyncio.sleep(POOL_POLL_S[0] if polls < 10 else POOL_POLL_S[1])
                 polls += 1
+            except (aioredis.ConnectionError, aioredis.TimeoutError, ClusterDownError):
+                # (a ConnectionError, as MaxConnectionsError is: that one first.) redis-py
+                # tried the cluster as it knew it: read the slot map again soon (also for
+                # the links, and if no other command comes to make it do so).
+                self._refresh_soon()
+                raise
 
     # redis-py's asyncio client returns an AsyncScript too; its stubs say Script.
     def register_script(self, script: str | bytes | memoryview) -> AsyncScript:  # type: ignore[override]
@@ -600,33 +612,49 @@ class ClusterRedis(aioredis.Redis):
                 out[slot] = self.url.address(nodes[0].host, int(nodes[0].port))
         return out
 
-    async def refresh_slots(self) -> None:
+    async def refresh_slots(self, failing: str | None = None) -> None:
         """Ask the cluster again which primary serves which slot (after a slot moved or a
         failover). Commands go on meanwhile, on the slot map they had: redis-py's own way
         (``_initialize``) would hold every command until the new map is in, which takes a
-        timeout or more while the node asked first is frozen."""
+        timeout or more while the node asked first is frozen. ``failing``: the name
+        (``host:port``) of a node that just failed, asked last."""
         await self.initialize()  # (the first use: the client reads the map once anyway)
         with bus_errors():
-            # Asks the known nodes in turn (one that fails is passed over), then swaps the
-            # map in at once; the old one stays if none answered.
-            await self.redis_cluster.nodes_manager.initialize()
+            # Asks the known nodes in turn, in a random order but ``failing`` last (one
+            # that fails is passed over), then swaps the map in at once; the old one
+            # stays if none answered.
+            await self.redis_cluster.nodes_manager.initialize(last_failed_node_name=failing)
 
-    def _refresh_soon(self) -> None:
-        """:meth:`refresh_slots` in the background, at most once per ``REFRESH_EVERY_S``."""
+    def _refresh_soon(self, failed: RedisLink | None = None) -> None:
+        """:meth:`refresh_slots` in the background, at most once per ``REFRESH_EVERY_S``
+        (``failed``: the link whose node just failed, asked last)."""
         now = time.monotonic()
         if self._refreshing is not None or now - self._refreshed < REFRESH_EVERY_S:
             return
         self._refreshed = now
+        failing = None
+        if failed is not None:
+            failing = next((name for name, held in self._links.items() if held is failed), None)
 
         async def refresh() -> None:
             try:
-                await self.refresh_slots()
+                await self.refresh_slots(failing)
             except Exception as exc:  # noqa: BLE001 - the next command tries again
                 log.info("could not read the Redis Cluster's slots again: %s", exc)
             finally:
                 self._refreshing = None
 
         self._refreshing = asyncio.get_running_loop().create_task(refresh())
+
+
+class _ClusterLink(RedisLink):
+    """A link to one cluster node that does not try a broken connection again itself:
+    on a cluster the node may be gone for good (killed; its replica takes over), and
+    :class:`ClusterRedis` retries the command where the cluster then says its slot is
+    (through redis-py's client), not at the same address after a backoff."""
+
+    async def call(self, args: Sequence[Any]) -> Any:
+        return await (await self._ready()).send(pack(args))
 
 
 class ClusterScript(AsyncScript):

@@ -185,4 +185,6 @@ def test_bench_on_a_private_cluster(primaries: int) -> None:
     assert isinstance(groups, list) and sum(groups) == keys.DEFAULT_GROUPS
     per_primary = summary["redis_cpu_ms_per_move_per_primary"]
     assert isinstance(per_primary, list) and len(per_primary) == primaries
-    assert all(isinstance(ms, float) and ms > 0 for ms in per_primary)
+    # Six games need not put a room on every primary: each reports its share, some do work.
+    assert all(isinstance(ms, float) and ms >= 0 for ms in per_primary)
+    assert sum(per_primary) > 0

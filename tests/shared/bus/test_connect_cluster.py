@@ -335,6 +335,58 @@ async def test_a_killed_primary_is_replaced_and_commands_go_on(
     await asyncio.to_thread(own_cluster.restart, primary)  # back, as the new one's replica
 
 
+#: How soon after a failover every kind of command works again on the promoted replica's
+#: slots (the links, scripts, pooled reads, a worker's blocking client).
+AFTER_FAILOVER_S = 2.0
+
+
+async def test_every_kind_of_command_follows_a_killed_primary_within_2_s(
+    own_client: ClusterRedis, own_cluster: EmbeddedCluster
+) -> None:
+    """Once the replica of a primary killed with -9 has taken over, the client does not
+    go on dialing the dead address: a one-shot command (a link), a script (EVALSHA), a
+    pooled stream read and a worker's blocking client all succeed on its slots within
+    AFTER_FAILOVER_S."""
+    room_id = "killed-" + uuid.uuid4().hex[:6]
+    room, stream = keys.room_key(room_id), keys.archive(keys.group_of(room_id))  # one slot
+    script = own_client.register_script("return redis.call('HINCRBY', KEYS[1], 'version', 1)")
+    blocking = blocking_client(f"{own_cluster.url}?groups={GROUPS}")
+    primary = own_cluster.node_for_key(room)
+    try:
+        await own_client.hset(room, "version", 1)
+        await own_client.xgroup_create(stream, "g", id="0", mkstream=True)
+        # Every kind has a connection to the primary (and its slot map) before the kill.
+        await own_client.hincrby(room, "version", 1)
+        await script(keys=[room])
+        await own_client.xreadgroup("g", "c", {stream: ">"}, count=1, block=10)
+        await asyncio.to_thread(blocking.hincrby, room, "version", 1)
+        await asyncio.sleep(0.2)  # the replica has them (replication is asynchronous)
+        own_cluster.kill(primary)
+        await asyncio.to_thread(own_cluster.wait_for_failover, primary)
+        promoted = time.monotonic()
+
+        async def soon(what: str, call: Any) -> float:
+            while True:
+                try:
+                    await call()
+                    return time.monotonic() - promoted
+                except (redis.ConnectionError, redis.TimeoutError, ClusterDownError) as exc:
+                    took = time.monotonic() - promoted
+                    assert took < AFTER_FAILOVER_S, f"{what} still failing: {exc}"
+                    await asyncio.sleep(0.05)
+
+        took = await asyncio.gather(
+            soon("a one-shot command", lambda: own_client.hincrby(room, "version", 1)),
+            soon("a script", lambda: script(keys=[room])),
+            soon("a pooled read", lambda: own_client.xreadgroup("g", "c", {stream: ">"}, block=10)),
+            soon("the blocking client", lambda: asyncio.to_thread(blocking.hget, room, "version")),
+        )  # fmt: skip
+        assert max(took) < AFTER_FAILOVER_S, took
+    finally:
+        blocking.close()
+        await asyncio.to_thread(own_cluster.restart, primary)  # back, as a replica
+
+
 async def test_a_frozen_primary_is_left_for_its_replica(own_cluster: EmbeddedCluster) -> None:
     """A primary that hangs (SIGSTOP) times commands out, which are not retried; once its
     replica has taken over the commands go there, though the old one never answers."""
