@@ -18,7 +18,8 @@ from tests.chaos.harness import WORKER_LEASE_MS, Cluster
 
 #: Scenarios that run on a single Redis and on a Redis Cluster: a bounded choice, as each
 #: cluster case adds its run time to CI's (measured on the cluster: races ~11 s, worker
-#: killed ~21 s, link frozen ~26 s). On a cluster, test_node_link_to_redis_frozen freezes
+#: killed ~21 s, link frozen ~26 s, a node killed with AI results pending ~30 s, a
+#: connection flood ~17 s). On a cluster, test_node_link_to_redis_frozen freezes
 #: the node's links to every primary (harness.NodeLinks). The cluster's own faults (a
 #: primary killed or frozen, slots moved, one link cut) are in tests/cluster/test_faults.py.
 ON_BOTH = frozenset(
@@ -26,6 +27,8 @@ ON_BOTH = frozenset(
         "test_joins_and_moves_race_through_two_nodes",  # test_races.py
         "test_worker_killed_mid_search",  # test_process_faults.py
         "test_node_link_to_redis_frozen",  # test_network_faults.py
+        "test_node_killed_with_ai_results_pending",  # test_process_faults.py
+        "test_connection_flood_from_one_address",  # test_abuse.py
     }
 )
 
