@@ -572,57 +572,18 @@ def bench_cluster(
     place_pid: Any = None,
     node_timeout_ms: int = BENCH_NODE_TIMEOUT_MS,
 ) -> EmbeddedCluster:
-    """An :class:`EmbeddedCluster` of ``primaries`` primaries (not started); one or two
-    primaries are joined by hand where ``redis-cli --cluster create`` refuses fewer than
-    three."""
+    """An :class:`EmbeddedCluster` of ``primaries`` primaries with ``replicas`` replicas
+    each (not started): exactly ``primaries * (1 + replicas)`` redis-servers."""
     from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
 
-    options: dict[str, Any] = {
-        "replicas_per_primary": replicas,
-        "node_timeout_ms": node_timeout_ms,
-        "persist": False,
-        "place_pid": place_pid,
-    }
-    try:
-        return EmbeddedCluster(data_dir, primaries=primaries, **options)
-    except ValueError:
-        if primaries >= 3:
-            raise
-    return _small_cluster_type()(data_dir, primaries, **options)
-
-
-def _small_cluster_type() -> type[EmbeddedCluster]:
-    """EmbeddedCluster for fewer than three primaries: slots assigned with CLUSTER
-    ADDSLOTSRANGE (split evenly, as redis-cli does), the nodes met with CLUSTER MEET and the
-    replicas attached with CLUSTER REPLICATE."""
-    from kibitz.shared.bus import embedded_cluster as ec
-
-    def command(node: ec.EmbeddedClusterNode, *args: object) -> Any:
-        return node.admin().execute_command(*args)  # type: ignore[no-untyped-call]
-
-    class SmallCluster(ec.EmbeddedCluster):
-        def __init__(self, data_dir: str | Path, primaries: int, **options: Any) -> None:
-            super().__init__(data_dir, primaries=3, **options)
-            self.primary_count = primaries
-
-        def _create(self, deadline: float) -> None:
-            count = self.primary_count
-            nodes = self._nodes
-            for i, node in enumerate(nodes[:count]):
-                first, last = i * ec.SLOTS // count, (i + 1) * ec.SLOTS // count - 1
-                command(node, "CLUSTER", "ADDSLOTSRANGE", first, last)
-                command(node, "CLUSTER", "SET-CONFIG-EPOCH", i + 1)
-            for node in nodes[1:]:
-                command(nodes[0], "CLUSTER", "MEET", ec.HOST, node.port, node.cluster_port)
-            for index, node in enumerate(nodes[count:]):
-                primary = nodes[index % count]
-                while primary.node_id not in ec._text(command(node, "CLUSTER", "NODES")):
-                    if time.monotonic() > deadline:
-                        raise ec.EmbeddedClusterError(f"{node} never met {primary}")
-                    time.sleep(0.05)
-                command(node, "CLUSTER", "REPLICATE", primary.node_id)
-
-    return SmallCluster
+    return EmbeddedCluster(
+        data_dir,
+        primaries=primaries,
+        replicas_per_primary=replicas,
+        node_timeout_ms=node_timeout_ms,
+        persist=False,
+        place_pid=place_pid,
+    )
 
 
 @contextlib.contextmanager
@@ -700,7 +661,10 @@ def store_fields(
     out: dict[str, Any] = {
         "redis": store.kind,
         "redis_primaries": len(store.primary_pids),
-        "redis_replicas": args.redis_replicas if store.kind == "cluster" else 0,
+        # Counted from the cluster as started (not the option asked for): replicas per
+        # primary, and every replica node.
+        "redis_replicas": len(store.replica_pids) // max(1, len(store.primary_pids)),
+        "redis_replica_nodes": len(store.replica_pids),
         "redis_cpu_limit": args.redis_cpu_limit,
     }
     if store.kind == "cluster":

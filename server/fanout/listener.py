@@ -26,10 +26,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 
 from kibitz.server.fanout.followers import Followers
+from kibitz.server.fanout.listening import (
+    SUBSCRIBE_TIMEOUT_S,
+    Confirms,
+    Departures,
+    await_confirmed,
+    hand_on,
+)
 from kibitz.shared.bus.errors import BusConnectionError, BusError
 from kibitz.shared.bus.fanout import FanoutBus
 from kibitz.shared.bus.keys import room_channel as channel
@@ -40,7 +46,7 @@ log = logging.getLogger(__name__)
 PROBE_S = 1.0  # how often the listener's liveness probe is published
 STALE_S = 3.5  # a listener that has not heard its probe this long is reconnected
 POLL_S = 0.5  # longest wait for a pub/sub message before checking liveness
-SUBSCRIBE_TIMEOUT_S = 5.0
+# SUBSCRIBE_TIMEOUT_S (a confirmation's longest wait) is listening.py's, imported above.
 #: The listener's restarts (server/node.py): a refused connect costs Redis next to nothing.
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.1, 1.0
 SUBSCRIBE_BATCH = 500  # channels per SUBSCRIBE/UNSUBSCRIBE command
@@ -77,11 +83,10 @@ class Listener:
         self._pubsub: Subscription | None = None
         #: Rooms whose channel is subscribed on ``_pubsub`` -> done once Redis confirmed it.
         self._room_subs: dict[str, asyncio.Future[None]] = {}
-        #: Channel -> the SUBSCRIBEs sent for it not yet confirmed, oldest first (Redis
-        #: confirms in order, so the next confirmation is the oldest's).
-        self._confirms: dict[str, deque[asyncio.Future[None]]] = {}
-        self._unsubscribe_due: set[str] = set()  # rooms whose last local follower left
-        self._unsubscribe_wakeup = asyncio.Event()
+        #: The SUBSCRIBEs sent not yet confirmed (listening.py).
+        self._confirms = Confirms()
+        #: Rooms whose last local follower left, to unsubscribe (listening.py).
+        self._departures = Departures(followers)
 
     @property
     def healthy(self) -> bool:
@@ -103,25 +108,18 @@ class Listener:
         SUBSCRIBE_TIMEOUT_S (a listener far behind) is not waited for; the room is
         re-synced when it comes.
         """
-        self._unsubscribe_due.discard(room_id)
+        self._departures.discard(room_id)
         pubsub = self._pubsub
         if pubsub is None:
             return
         confirmed = self._room_subs.get(room_id)
         if confirmed is None:
-            confirmed = self._room_subs[room_id] = self._expect(channel(room_id))
+            confirmed = self._room_subs[room_id] = self._confirms.expect(channel(room_id))
             try:
                 pubsub.subscribe(channel(room_id))
             except BusConnectionError:  # the listener hears it too, and re-syncs
                 return
-        if confirmed.done():
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(confirmed), timeout=SUBSCRIBE_TIMEOUT_S)
-        except TimeoutError:
-            log.warning("subscription to room %s not confirmed in %.0f s; re-syncing it "
-                        "once it is", room_id, SUBSCRIBE_TIMEOUT_S)  # fmt: skip
-            confirmed.add_done_callback(lambda _f: self._resync_room(room_id))
+        await await_confirmed(room_id, confirmed, self._resync_room, log)
 
     async def probe(self) -> None:
         """Publish the liveness probe the listener must hear back (the hub's probe loop,
@@ -131,34 +129,13 @@ class Listener:
     def room_emptied(self, room_id: str) -> None:
         """The last local follower of ``room_id`` left: unsubscribe it soon, unless one
         comes back first."""
-        self._unsubscribe_due.add(room_id)
-        self._unsubscribe_wakeup.set()
-
-    def _expect(self, name: str) -> asyncio.Future[None]:
-        """A future done when Redis confirms the SUBSCRIBE to ``name`` about to be sent."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._confirms.setdefault(name, deque()).append(future)
-        return future
-
-    def _on_subscribed(self, name: str) -> None:
-        waiting = self._confirms.get(name)
-        if not waiting:
-            return
-        future = waiting.popleft()
-        if not waiting:
-            del self._confirms[name]
-        if not future.done():
-            future.set_result(None)
+        self._departures.add(room_id)
 
     async def unsubscriber(self) -> None:
         """Unsubscribe the rooms whose last local follower left (a burst in one command),
         unless a follower came back meanwhile."""
         while True:
-            await self._unsubscribe_wakeup.wait()
-            await asyncio.sleep(0)  # let the departures of one moment gather
-            self._unsubscribe_wakeup.clear()
-            due = [r for r in self._unsubscribe_due if r not in self.followers.rooms]
-            self._unsubscribe_due.clear()
+            due = await self._departures.next()
             pubsub = self._pubsub
             if pubsub is None:
                 continue  # the next subscription leaves them out anyway
@@ -180,11 +157,7 @@ class Listener:
         subscription includes their rooms and re-syncs them)."""
         self._pubsub = None
         self._room_subs.clear()
-        for waiting in self._confirms.values():
-            for future in waiting:
-                if not future.done():
-                    future.set_result(None)
-        self._confirms.clear()
+        self._confirms.release_all()
 
     async def listen(self) -> None:
         """Subscribe and listen until the subscription fails or goes quiet, then raise:
@@ -210,7 +183,7 @@ class Listener:
         proves Redis has taken them all (one connection, in order)."""
         rooms = list(self.followers.rooms)
         for room_id in rooms:
-            self._room_subs[room_id] = self._expect(channel(room_id))
+            self._room_subs[room_id] = self._confirms.expect(channel(room_id))
         for i in range(0, len(rooms), SUBSCRIBE_BATCH):
             pubsub.subscribe(*(channel(r) for r in rooms[i : i + SUBSCRIBE_BATCH]))
         pubsub.subscribe(self.probe_channel, *self.channels)
@@ -231,21 +204,15 @@ class Listener:
                     self._heard = now
                 kind, name = message.kind, message.channel
                 if kind == "subscribe":
-                    self._on_subscribed(name)
+                    self._confirms.confirmed(name)
                 elif kind != "message":
                     pass  # an unsubscribe's confirmation
                 elif name == self.probe_channel:
                     if not self._subscribed:
                         self._heard = now
                         self._on_live()
-                elif name in self.channels:
-                    try:
-                        self.channels[name](message.data)
-                    except Exception:  # one bad message must not cost the subscription
-                        log.exception("could not handle a message on %s", name)
-                else:
+                elif hand_on(name, message.data, self.channels, self.followers, log):
                     self.room_messages += 1
-                    self.followers.deliver(name, message.data)
             last_sign = self._heard if self._subscribed else started
             if now - max(last_sign, started) > STALE_S:
                 raise TimeoutError(f"nothing heard for {STALE_S:.1f} s")

@@ -25,7 +25,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from kibitz.server.fanout.listener import STALE_S, SUBSCRIBE_BATCH, SUBSCRIBE_TIMEOUT_S
+from kibitz.server.fanout.listener import STALE_S, SUBSCRIBE_BATCH
+from kibitz.server.fanout.listening import SUBSCRIBE_TIMEOUT_S
 from kibitz.server.fanout.tasks import why
 from kibitz.shared.bus.errors import BusConnectionError, BusError
 from kibitz.shared.bus.fanout import FanoutBus

@@ -25,11 +25,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections import deque
 from collections.abc import Callable, Iterable
 
 from kibitz.server.fanout.followers import Followers
-from kibitz.server.fanout.listener import POLL_S, SUBSCRIBE_TIMEOUT_S
+from kibitz.server.fanout.listener import POLL_S
+from kibitz.server.fanout.listening import Confirms, Departures, await_confirmed, hand_on
 from kibitz.server.fanout.placement import Placement
 from kibitz.server.fanout.tasks import why
 from kibitz.server.loops.supervisor import Backoff
@@ -75,10 +75,10 @@ class ShardedListener:
         self._resync_all_due = False
         #: Rooms whose channel is subscribed (or to be) -> done once Redis confirmed it.
         self._room_subs: dict[str, asyncio.Future[None]] = {}
-        #: Channel -> its SUBSCRIBEs not yet confirmed, oldest first (as listener.py's).
-        self._confirms: dict[str, deque[asyncio.Future[None]]] = {}
-        self._unsubscribe_due: set[str] = set()
-        self._unsubscribe_wakeup = asyncio.Event()
+        #: The SUBSCRIBEs sent not yet confirmed (listening.py, as listener.py's).
+        self._confirms = Confirms()
+        #: Rooms whose last local follower left, to unsubscribe (listening.py).
+        self._departures = Departures(followers)
         self._resync_due: set[str] = set()
 
     @property
@@ -102,38 +102,25 @@ class ShardedListener:
     async def subscribe_room(self, room_id: str) -> None:
         """Have ``room_id``'s channel subscribed on its primary, confirmed by Redis (see
         :meth:`Listener.subscribe_room`)."""
-        self._unsubscribe_due.discard(room_id)
+        self._departures.discard(room_id)
         if not self._running:
             return  # the next placement includes it, and re-syncs every room
         confirmed = self._room_subs.get(room_id)
         if confirmed is None:
             name = keys.room_channel(room_id)
-            confirmed = self._room_subs[room_id] = self._expect(name)
+            confirmed = self._room_subs[room_id] = self._confirms.expect(name)
             self.placement.add(name)
-        if confirmed.done():
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(confirmed), timeout=SUBSCRIBE_TIMEOUT_S)
-        except TimeoutError:
-            log.warning("subscription to room %s not confirmed in %.0f s; re-syncing it "
-                        "once it is", room_id, SUBSCRIBE_TIMEOUT_S)  # fmt: skip
-            confirmed.add_done_callback(lambda _f: self._resync_room(room_id))
+        await await_confirmed(room_id, confirmed, self._resync_room, log)
 
     def room_emptied(self, room_id: str) -> None:
-        """The last local follower of ``room_id`` left: unsubscribe it soon, unless one
-        comes back first."""
-        self._unsubscribe_due.add(room_id)
-        self._unsubscribe_wakeup.set()
+        """``room_id``'s last local follower left (see :meth:`Listener.room_emptied`)."""
+        self._departures.add(room_id)
 
     async def unsubscriber(self) -> None:
-        """Unsubscribe the rooms whose last local follower left (a burst at a time),
-        unless a follower came back meanwhile."""
+        """Take the channels of the rooms left off their subscriptions (a burst at a
+        time; see :meth:`Listener.unsubscriber`)."""
         while True:
-            await self._unsubscribe_wakeup.wait()
-            await asyncio.sleep(0)  # let the departures of one moment gather
-            self._unsubscribe_wakeup.clear()
-            due = [r for r in self._unsubscribe_due if r not in self.followers.rooms]
-            self._unsubscribe_due.clear()
+            due = await self._departures.next()
             gone = [r for r in due if self._room_subs.pop(r, None) is not None]
             self.placement.remove(keys.room_channel(r) for r in gone)
 
@@ -152,7 +139,7 @@ class ShardedListener:
             self.placement.homeless[name] = False
         for room_id in self.followers.rooms:
             name = keys.room_channel(room_id)
-            self._room_subs[room_id] = self._expect(name)
+            self._room_subs[room_id] = self._confirms.expect(name)
             self.placement.homeless[name] = False
         placement, tries = self.placement, 0
         try:
@@ -178,11 +165,7 @@ class ShardedListener:
             self._running = False
             await placement.stop()
             self._room_subs.clear()
-            for waiting in self._confirms.values():
-                for future in waiting:
-                    if not future.done():
-                        future.set_result(None)
-            self._confirms.clear()
+            self._confirms.release_all()
 
     def _check_live(self) -> None:
         if not self.placement.all_live():
@@ -202,17 +185,11 @@ class ShardedListener:
         """A message a subscription heard (not a probe, not a drop)."""
         kind, name = message.kind, message.channel
         if kind == "subscribe":
-            self._on_subscribed(name)
+            self._confirms.confirmed(name)
         elif kind != "message":
             pass  # an unsubscribe's confirmation
-        elif name in self.channels:
-            try:
-                self.channels[name](message.data)
-            except Exception:  # one bad message must not cost the subscription
-                log.exception("could not handle a message on %s", name)
-        else:
+        elif hand_on(name, message.data, self.channels, self.followers, log):
             self.room_messages += 1
-            self.followers.deliver(name, message.data)
 
     def _wanted(self, name: str) -> bool:
         room_id = keys.room_id_of(name)
@@ -222,31 +199,14 @@ class ShardedListener:
         """These channels are no longer heard: whoever waits for their confirmation goes
         on (their rooms are re-synced once they are placed again)."""
         for name in names:
-            for future in self._confirms.pop(name, ()):
-                if not future.done():
-                    future.set_result(None)
+            self._confirms.release(name)
 
     def _placed(self, name: str, lost: bool) -> None:
         """``name`` is being subscribed; a room lost before is re-synced once confirmed."""
         room_id = keys.room_id_of(name)
         if lost and room_id is not None and room_id in self._room_subs:
-            confirmed = self._room_subs[room_id] = self._expect(name)
+            confirmed = self._room_subs[room_id] = self._confirms.expect(name)
             confirmed.add_done_callback(lambda _f: self._resync_later(room_id))
-
-    def _expect(self, name: str) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._confirms.setdefault(name, deque()).append(future)
-        return future
-
-    def _on_subscribed(self, name: str) -> None:
-        waiting = self._confirms.get(name)
-        if not waiting:
-            return
-        future = waiting.popleft()
-        if not waiting:
-            del self._confirms[name]
-        if not future.done():
-            future.set_result(None)
 
     def _resync_later(self, room_id: str) -> None:
         """Re-sync ``room_id`` with the others confirmed in the same moment."""

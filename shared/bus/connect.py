@@ -392,8 +392,19 @@ class _NoSyncConnection(redis.Connection):
         raise RedisClusterException("a BlockingClusterRedis has no connection of its own")
 
 
-def _cluster_options(parsed: ClusterURL, timeout_s: float, connect_s: float) -> dict[str, Any]:
+def _cluster_options(
+    parsed: ClusterURL,
+    timeout_s: float,
+    connect_s: float,
+    pool_size: int,
+    retry: type[Retry] | type[redis.retry.Retry],
+) -> dict[str, Any]:
+    """A cluster client's options, asyncio's or the blocking one's (``retry``: its
+    ``Retry`` class): at most ``pool_size`` connections a node, a command retried three
+    times with a short backoff, and ``parsed``'s credentials and TLS."""
     return {
+        "max_connections": pool_size,
+        "retry": retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
         "username": parsed.username,
         "password": parsed.password,
         "ssl": parsed.tls,
@@ -437,9 +448,7 @@ class ClusterRedis(aioredis.Redis):
         self.wait_s = wait_s
         self.redis_cluster = _AsyncCluster(
             startup_nodes=[async_cluster.ClusterNode(host, port) for host, port in url.nodes],
-            max_connections=pool_size,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
-            **_cluster_options(url, timeout_s, timeout_s),
+            **_cluster_options(url, timeout_s, timeout_s, pool_size, Retry),
         )
         #: One pipelined connection per primary (by redis-py's node name), for the
         #: one-shot commands: as on a single Redis (link.py), most of a command's cost is
@@ -724,11 +733,7 @@ class BlockingClusterRedis(redis.Redis):
         pool = redis.ConnectionPool(connection_class=_NoSyncConnection, decode_responses=True)
         super().__init__(connection_pool=pool)
         self.url = url
-        self._options: dict[str, Any] = {
-            "max_connections": pool_size,
-            "retry": redis.retry.Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
-            **_cluster_options(url, timeout_s, connect_s),
-        }
+        self._options = _cluster_options(url, timeout_s, connect_s, pool_size, redis.retry.Retry)
         self._cluster: sync_cluster.RedisCluster | None = None
 
     @property

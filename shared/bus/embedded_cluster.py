@@ -2,7 +2,9 @@
 
 ``EmbeddedCluster(data_dir).start()`` runs ``primaries * (1 + replicas_per_primary)``
 redis-server processes on free loopback ports, each in a directory of its own under
-``data_dir``, joins them with ``redis-cli --cluster create`` and waits until every node
+``data_dir``, joins them with ``redis-cli --cluster create`` (1 or 2 primaries, which
+redis-cli refuses, by hand: CLUSTER ADDSLOTSRANGE, SET-CONFIG-EPOCH, MEET and REPLICATE)
+and waits until every node
 says the cluster is ok, all agree on who serves each of the 16384 slots and every replica
 is attached to its primary. ``url`` is a ``redis+cluster://`` URL of the primaries.
 
@@ -339,8 +341,8 @@ class EmbeddedCluster:
         persist: bool = False,
         place_pid: Callable[[int], object] | None = None,
     ) -> None:
-        if primaries < 3:
-            raise ValueError("a Redis Cluster needs at least 3 primaries (redis-cli refuses fewer)")
+        if primaries < 1:
+            raise ValueError("a Redis Cluster needs at least 1 primary")
         if replicas_per_primary < 0 or node_timeout_ms < 1:
             raise ValueError("replicas_per_primary >= 0 and node_timeout_ms >= 1, please")
         self.data_dir = Path(data_dir)
@@ -541,12 +543,46 @@ class EmbeddedCluster:
         return text.strip() or "(no log)"
 
     def _create(self, deadline: float) -> None:
+        if self.primary_count < 3:
+            self._create_small(deadline)
+            return
         addresses = [node.address for node in self._nodes]
         self._run_cli(
             ["--cluster", "create", *addresses,
              "--cluster-replicas", str(self.replicas_per_primary), "--cluster-yes"],
             deadline,
         )  # fmt: skip
+
+    def _create_small(self, deadline: float) -> None:
+        """Join 1 or 2 primaries (which ``redis-cli --cluster create`` refuses) by hand:
+        the slots split evenly as redis-cli does (CLUSTER ADDSLOTSRANGE), a config epoch
+        each, node 0 meets every other node, and each replica, once it knows its primary,
+        replicates it (replica ``j`` of the nodes after the primaries follows primary
+        ``j % primaries``, as redis-cli pairs them)."""
+        count = self.primary_count
+        primaries, replicas = self._nodes[:count], self._nodes[count:]
+        try:
+            for i, node in enumerate(primaries):
+                first, last = i * SLOTS // count, (i + 1) * SLOTS // count - 1
+                _call(node.admin(), "CLUSTER", "ADDSLOTSRANGE", first, last)
+            for epoch, node in enumerate(self._nodes, start=1):
+                _call(node.admin(), "CLUSTER", "SET-CONFIG-EPOCH", epoch)
+            for node in self._nodes[1:]:
+                _call(self._nodes[0].admin(), "CLUSTER", "MEET", HOST, node.port,
+                      node.cluster_port)  # fmt: skip
+            for j, node in enumerate(replicas):
+                primary = primaries[j % count]
+                while True:
+                    view = _View(_parse_nodes(_text(_call(node.admin(), "CLUSTER", "NODES"))))
+                    entry = view.by_id.get(primary.node_id)
+                    if entry is not None and entry.is_primary and "handshake" not in entry.flags:
+                        break
+                    if time.monotonic() > deadline:
+                        raise EmbeddedClusterError(f"{node} never learnt of {primary}")
+                    time.sleep(0.05)
+                _call(node.admin(), "CLUSTER", "REPLICATE", primary.node_id)
+        except redis.RedisError as exc:
+            raise EmbeddedClusterError(f"joining {count} primaries by hand failed: {exc}") from exc
 
     def _run_cli(self, args: list[str], deadline: float) -> str:
         """Run redis-cli with the password in its environment (not on its command line)."""

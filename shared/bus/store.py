@@ -85,7 +85,7 @@ import heapq
 import logging
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -455,6 +455,37 @@ def _merge_oldest(pages: Iterable[Sequence[tuple[Any, Any]]], count: int) -> lis
     return [str(member) for member, _score in list(merged)[:count]]
 
 
+async def _by_score(
+    client: aioredis.Redis,
+    key_of: Callable[[int], str],
+    low: Any,
+    high: Any,
+    limit: int,
+    what: str,
+    *,
+    newest: bool,
+) -> list[str]:
+    """Up to ``limit`` members of the sorted set ``key_of(group)`` scored from ``low`` to
+    ``high``, highest score first if ``newest``, else lowest first: on a Redis Cluster
+    every slot group's, merged (all at once; a group whose primary is down is left out,
+    connect.each_group, which logs it as ``what``)."""
+
+    async def read(group: int, withscores: bool) -> Any:
+        if newest:
+            return await client.zrevrangebyscore(
+                key_of(group), high, low, start=0, num=limit, withscores=withscores
+            )
+        return await client.zrangebyscore(
+            key_of(group), low, high, start=0, num=limit, withscores=withscores
+        )
+
+    if not keys.grouped():
+        return list(await read(0, withscores=False))
+    pages = await each_group(client, lambda group: read(group, withscores=True), what)
+    merge = _merge_newest if newest else _merge_oldest
+    return merge((found for _group, found in pages), limit)
+
+
 def _room_keys(room_id: str) -> tuple[str, str, str, str, str]:
     """Every key of one room (record, events, presence, both chats), in scripts' order."""
     return (
@@ -533,19 +564,9 @@ class RoomStore:
         slot group's, merged: all at once; a group whose primary is down is left out,
         connect.each_group)."""
         cutoff = int(time.time() * 1000) - max_idle_ms
-        if not keys.grouped():
-            ids: Any = await self.redis.zrevrangebyscore(
-                keys.live(0), "+inf", cutoff, start=0, num=limit
-            )
-            return list(ids)
-
-        async def page(group: int) -> Any:
-            return await self.redis.zrevrangebyscore(
-                keys.live(group), "+inf", cutoff, start=0, num=limit, withscores=True
-            )
-
-        pages = await each_group(self.redis, page, "live rooms")
-        return _merge_newest((found for _group, found in pages), limit)
+        return await _by_score(
+            self.redis, keys.live, cutoff, "+inf", limit, "live rooms", newest=True
+        )
 
     async def events_since(self, room_id: str, version: int) -> list[dict[str, Any]]:
         """The events after ``version``, oldest first, each with its version and time."""
@@ -1003,19 +1024,9 @@ class RoomStore:
         """Rooms whose clock deadline is at or before ``now_ms``, earliest first (every
         slot group's, merged: all at once; a group whose primary is down is left out,
         so the others' flags still fall: connect.each_group)."""
-        if not keys.grouped():
-            ids: Any = await self.redis.zrangebyscore(
-                keys.deadlines(0), "-inf", now_ms, start=0, num=limit
-            )
-            return list(ids)
-
-        async def due(group: int) -> Any:
-            return await self.redis.zrangebyscore(
-                keys.deadlines(group), "-inf", now_ms, start=0, num=limit, withscores=True
-            )
-
-        pages = await each_group(self.redis, due, "deadline sweep")
-        return _merge_oldest((found for _group, found in pages), limit)
+        return await _by_score(
+            self.redis, keys.deadlines, "-inf", now_ms, limit, "deadline sweep", newest=False
+        )
 
     async def drop_deadline(self, room_id: str) -> None:
         """Take a room that is gone off ``deadlines``."""

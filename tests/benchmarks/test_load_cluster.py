@@ -140,6 +140,7 @@ def test_the_summary_has_each_primarys_cpu() -> None:
     out = store_fields(store, args, [1.0, 0.5, 0.5], [0.1, 0.1, 0.1], moves=1000, seconds=20.0)
     assert out["redis"] == "cluster" and out["redis_primaries"] == 3
     assert out["redis_replicas"] == 1 and out["redis_cpu_limit"] == 0.05
+    assert out["redis_replica_nodes"] == 3  # counted from the store, not the option
     assert out["redis_groups_per_primary"] == [23, 21, 20] and out["redis_control_primary"] == 1
     assert out["redis_cpu_ms_per_move"] == 2.3  # primaries and replicas
     assert out["redis_cpu_ms_per_move_per_primary"] == [1.0, 0.5, 0.5]
@@ -147,6 +148,7 @@ def test_the_summary_has_each_primarys_cpu() -> None:
     assert out["redis_replica_cores"] == [0.005, 0.005, 0.005]
     single = store_fields(PrivateStore("single", "redis://x", [11]), args, [0.2], [], 100, 2.0)
     assert single["redis_replicas"] == 0 and "redis_groups_per_primary" not in single
+    assert single["redis_replica_nodes"] == 0
     assert single["redis_cpu_ms_per_move_per_primary"] == [2.0]
 
 
@@ -181,6 +183,7 @@ def test_bench_on_a_private_cluster(primaries: int) -> None:
                               "--concurrency", "3", "--json"))  # fmt: skip
     assert summary["errors"] == 0 and summary["games"] == 6
     assert summary["redis"] == "cluster" and summary["redis_primaries"] == primaries
+    assert summary["redis_replicas"] == 0 and summary["redis_replica_nodes"] == 0
     groups = summary["redis_groups_per_primary"]
     assert isinstance(groups, list) and sum(groups) == keys.DEFAULT_GROUPS
     per_primary = summary["redis_cpu_ms_per_move_per_primary"]

@@ -340,6 +340,19 @@ async def test_a_killed_primary_is_replaced_and_commands_go_on(
 AFTER_FAILOVER_S = 2.0
 
 
+def replica_caught_up(cluster: EmbeddedCluster, primary: Any, timeout_s: float = 5.0) -> None:
+    """Wait until every replica of ``primary`` has acknowledged its replication offset."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = primary.admin().info("replication")
+        offset = int(info["master_repl_offset"])
+        acked = [int(v["offset"]) for k, v in info.items() if k.startswith("slave")]
+        if acked and min(acked) >= offset:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the replicas of {primary} did not catch up in {timeout_s} s")
+
+
 async def test_every_kind_of_command_follows_a_killed_primary_within_2_s(
     own_client: ClusterRedis, own_cluster: EmbeddedCluster
 ) -> None:
@@ -360,7 +373,8 @@ async def test_every_kind_of_command_follows_a_killed_primary_within_2_s(
         await script(keys=[room])
         await own_client.xreadgroup("g", "c", {stream: ">"}, count=1, block=10)
         await asyncio.to_thread(blocking.hincrby, room, "version", 1)
-        await asyncio.sleep(0.2)  # the replica has them (replication is asynchronous)
+        # Replication is asynchronous: kill only once the replica has every write above.
+        await asyncio.to_thread(replica_caught_up, own_cluster, primary)
         own_cluster.kill(primary)
         await asyncio.to_thread(own_cluster.wait_for_failover, primary)
         promoted = time.monotonic()

@@ -158,13 +158,15 @@ async def test_a_dead_consumers_entries_are_claimed_from_every_stream(
     clients: list[AsyncClient],
 ) -> None:
     streams = _streams()
-    dead = GroupedConsumer(clients[0], _policy(count=100), "dead", streams)
+    # Idle 1 s before a claim: long enough that a loaded machine still claims nothing early.
+    policy = _policy(count=100, claim_idle_ms=1000)
+    dead = GroupedConsumer(clients[0], policy, "dead", streams)
     await dead.ensure_group()
     for stream in streams:
         await clients[0].xadd(stream, {"room": stream})
     taken = await dead.read()  # and then it dies, nothing acknowledged
     assert {entry.stream for entry in taken} == set(streams)
-    survivor = GroupedConsumer(clients[1], _policy(count=100), "survivor", streams)
+    survivor = GroupedConsumer(clients[1], policy, "survivor", streams)
     assert await survivor.claim() == []  # not idle long enough yet
     assert await survivor.read() == []  # nothing new: the dead one has them all
     claimed: list[Entry] = []

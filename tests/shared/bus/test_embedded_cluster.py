@@ -234,6 +234,38 @@ def test_reshard_moves_a_number_or_ranges_of_slots(own_cluster: EmbeddedCluster)
     assert own_cluster.primary_for_slot(first + 1) is target
 
 
+def test_one_primary_is_a_cluster_of_one_node(tmp_path: Path) -> None:
+    """Fewer primaries than redis-cli creates, joined by hand: exactly one node, no
+    replica, serving all 16384 slots."""
+    with EmbeddedCluster(tmp_path / "c", primaries=1, replicas_per_primary=0) as cluster:
+        assert len(cluster.nodes) == 1
+        assert cluster.primaries() == cluster.nodes and cluster.replicas() == []
+        assert cluster.nodes[0].role == "primary"
+        assert own_slots(cluster.nodes[0]) == SLOTS
+        client = client_from_url(cluster.url)
+        try:
+            client.set("one:{x}", "1")
+            assert client.get("one:{x}") == "1"
+        finally:
+            client.close()
+
+
+def test_two_primaries_with_a_replica_each_are_four_nodes(tmp_path: Path) -> None:
+    with EmbeddedCluster(tmp_path / "c", primaries=2, replicas_per_primary=1) as cluster:
+        assert len(cluster.nodes) == 4
+        primaries, replicas = cluster.primaries(), cluster.replicas()
+        assert primaries == cluster.nodes[:2] and replicas == cluster.nodes[2:]
+        assert [cluster.replicas_of(p) for p in primaries] == [[replicas[0]], [replicas[1]]]
+        assert [own_slots(p) for p in primaries] == [SLOTS // 2, SLOTS // 2]
+        with primaries[0].client() as client:
+            assert "cluster_known_nodes:4" in client.execute_command("CLUSTER", "INFO")
+
+
+def test_no_primary_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 1 primary"):
+        EmbeddedCluster(tmp_path / "c", primaries=0)
+
+
 def test_stop_leaves_no_process(tmp_path: Path) -> None:
     placed: list[int] = []
     cluster = EmbeddedCluster(tmp_path / "c", replicas_per_primary=0, place_pid=placed.append)
