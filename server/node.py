@@ -5,8 +5,9 @@ It decides what a node is made of and in what order: every part is built once at
 hub, chat, seeks), put under its key (server/appkeys.py), and every long-running loop is
 started under the node's one supervisor (server/loops/supervisor.py), with the restart
 parameters of ``RESTARTS`` where its timing matters; on shutdown the clients are drained,
-the loops stopped in the reverse order, then Redis and the archive closed. The routes come
-from their modules (server/http/, server/gateway/admission.py).
+the loops stopped in the reverse order, the node's heartbeat removed if every departure was
+recorded, then Redis and the archive closed. The routes come from their modules
+(server/http/, server/gateway/admission.py).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from kibitz.shared.bus import keys
 from kibitz.shared.bus.bans import BanMirror
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import command_client, ping
+from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.fanout import listen_address
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.bus.lobby import LiveRooms, SeekBoard
@@ -302,6 +304,11 @@ async def stop_node(app: web.Application) -> None:
         await app[SEEKS_KEY].stop()
     if HUB_KEY in app:
         await app[HUB_KEY].stop()
+        if app[HUB_KEY].left_cleanly():  # else its beats expire and it is announced dead
+            try:
+                await app[STORE_KEY].leave()
+            except (BusError, OSError) as exc:
+                log.warning("could not remove this node's heartbeat: %s", exc)
     if REDIS_KEY in app:
         await app[REDIS_KEY].aclose()
     if ARCHIVE_KEY in app:

@@ -176,6 +176,11 @@ class Hub:
             await asyncio.wait_for(conn.wait_idle(), max(0.0, deadline - time.monotonic()))
         await conn.close(WSCloseCode.GOING_AWAY, b"server shutting down")
 
+    def left_cleanly(self) -> bool:
+        """Every follower gone and every departure recorded in Redis: the node may leave
+        without being announced as dead (:meth:`RoomStore.leave`)."""
+        return not self.connections and not self.presence.owed_leaves
+
     async def stop(self) -> None:
         await self.tasks.stop()
         # Tell every client to reconnect (elsewhere), all at once: one slow client must

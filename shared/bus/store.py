@@ -1135,6 +1135,19 @@ class RoomStore:
         await each_group(self.redis, beat, "heartbeat")
         return dead
 
+    async def leave(self) -> None:
+        """This node stops cleanly, every departure of its followers recorded: its beats
+        are removed, so no other node announces it as dead later (an announcement makes
+        every node broadcast the presence of every room it follows, for nothing here)."""
+        await self.redis.delete(keys.node_key(self.node))
+        await self.redis.zrem(keys.NODE_BEATS, self.node)
+        if keys.grouped():
+
+            async def forget(group: int) -> None:
+                await self.redis.zrem(keys.group_node_beats(group), self.node)
+
+            await each_group(self.redis, forget, "leave")
+
 
 def _ai_games_lock(owner: str) -> str:
     """A Redis Cluster: the short lock of an owner's new AI rooms (a string with a TTL)."""

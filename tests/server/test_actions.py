@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+import redis
 
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
 from kibitz.server.domain import room as rooms
 from kibitz.server.domain.room import Presence, Room, RoomError
+from kibitz.shared.bus import keys
 from kibitz.shared.games import find_game
 
 # -- the room decisions, without Redis or sockets ---------------------------------------------
@@ -494,7 +496,8 @@ async def test_claim_after_a_disconnect(redis_server) -> None:
 
 @pytest.mark.asyncio
 async def test_the_players_of_a_dead_node_are_gone_and_claimed_against(redis_server) -> None:
-    """No goodbye from a killed node: the others notice it stopped beating, and tell."""
+    """No goodbye from a killed node: the others notice it stopped beating, and tell. A
+    node stopped cleanly leaves nothing to notice."""
     from tests.conftest import expire_heartbeat, node_name, start_server
 
     node1 = start_server(redis_server.url)
@@ -521,6 +524,17 @@ async def test_the_players_of_a_dead_node_are_gone_and_claimed_against(redis_ser
         await b.claim(room)
         final = await b.wait_state(room, lambda s: s["status"] == "over", TIMEOUT)
         assert final["result"] == {"winner": 1, "reason": "X left the game", "termination": "claim"}
+        # A node stopped cleanly (SIGTERM, its departures recorded) takes its beat with
+        # it: no other node will announce it dead and re-broadcast every room's presence.
+        left = node_name(node2)
+        node2.stop()
+        client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+        try:
+            assert client.exists(keys.node_key(left)) == 0
+            assert client.zscore(keys.NODE_BEATS, left) is None
+            assert client.zscore(keys.NODE_BEATS, dead) is None  # announced, then removed
+        finally:
+            client.close()
     finally:
         await close_all(*clients)
         node1.stop()

@@ -351,6 +351,24 @@ async def test_every_key_a_store_script_touches_is_handed_to_it(
 # -- the script files ---------------------------------------------------------------------
 
 
+async def test_a_node_that_leaves_is_never_announced_dead(
+    store: RoomStore, own_redis: EmbeddedRedis
+) -> None:
+    client = aioredis.from_url(own_redis.url, decode_responses=True)
+    other = RoomStore(client, node="n-" + uuid.uuid4().hex[:6])
+    try:
+        await other.heartbeat()
+        assert await client.zscore(keys.NODE_BEATS, other.node) is not None
+        await other.leave()
+        assert await client.exists(keys.node_key(other.node)) == 0
+        assert await client.zscore(keys.NODE_BEATS, other.node) is None
+        # A node that died instead is announced by the next beat of another.
+        await client.zadd(keys.NODE_BEATS, {"n-killed": 1})
+        assert await store.heartbeat() == 1
+    finally:
+        await client.aclose()
+
+
 def test_a_missing_script_name_fails_loudly() -> None:
     with pytest.raises(FileNotFoundError, match="no_such_script.lua"):
         source("no_such_script")

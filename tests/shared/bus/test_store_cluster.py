@@ -290,6 +290,12 @@ async def test_presence_counts_a_live_node_and_not_a_dead_one(
     assert counts.connected == (True, True)
     beats: Any = await clients[0].zscore(keys.group_node_beats(GROUPS - 1), stores[1].node)
     assert beats is not None
+    # Node 1 leaves cleanly: gone from every copy of the beats, never to be announced.
+    await stores[1].leave()
+    for beats_key in (keys.NODE_BEATS, *map(keys.group_node_beats, range(GROUPS))):
+        assert await clients[0].zscore(beats_key, stores[1].node) is None
+    assert await clients[0].exists(keys.node_key(stores[1].node)) == 0
+    assert await stores[0].heartbeat() == 0
 
 
 async def test_the_address_limit_holds_across_nodes(
