@@ -640,8 +640,8 @@ class SelectiveProxy(TcpProxy):
         return None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        assert self._open is not None
-        self._writers.add(writer)
+        """TcpProxy's forwarding, with the connection's client port (and its process's
+        gate, if that process is blocked) noted first."""
         peer = writer.get_extra_info("peername")
         port = int(peer[1]) if peer else 0
         self._peers[writer] = port
@@ -649,32 +649,12 @@ class SelectiveProxy(TcpProxy):
         if gate is not None:
             self._gates[writer] = gate
         try:
-            await self._open.wait()
-            await self._gated(writer)
-            try:
-                up_reader, up_writer = await asyncio.open_connection(*self.target)
-            except OSError:
-                writer.transport.abort()
-                return
-            self._writers.add(up_writer)
-            pumps = [
-                asyncio.ensure_future(self._gated_pump(reader, up_writer, writer)),
-                asyncio.ensure_future(self._gated_pump(up_reader, writer, writer)),
-            ]
-            self._tasks.update(pumps)
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-            for task in pumps:
-                task.cancel()
-                self._tasks.discard(task)
-            for w in (writer, up_writer):
-                self._writers.discard(w)
-                w.transport.abort()
+            await super()._handle(reader, writer)
         finally:
-            self._writers.discard(writer)
             self._peers.pop(writer, None)
             self._gates.pop(writer, None)
 
-    async def _gated(self, client: asyncio.StreamWriter) -> None:
+    async def _hold(self, client: asyncio.StreamWriter) -> None:
         """Wait while the proxy is frozen or this connection's process is blocked."""
         assert self._open is not None
         while True:
@@ -683,19 +663,6 @@ class SelectiveProxy(TcpProxy):
             if gate is None or gate.is_set():
                 return
             await gate.wait()
-
-    async def _gated_pump(
-        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, client: asyncio.StreamWriter
-    ) -> None:
-        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
-            while True:
-                await self._gated(client)
-                data = await src.read(65536)
-                if not data:
-                    return
-                await self._gated(client)  # read just before a block: hold it until lifted
-                dst.write(data)
-                await dst.drain()
 
 
 # -- clients --------------------------------------------------------------------------------

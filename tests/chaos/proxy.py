@@ -86,11 +86,17 @@ class TcpProxy:
         for task in list(self._tasks):
             task.cancel()
 
+    async def _hold(self, client: asyncio.StreamWriter) -> None:
+        """Wait while forwarding is stopped for the connection of ``client`` (its client
+        side): here, while the proxy is frozen. A subclass may hold it longer."""
+        assert self._open is not None
+        await self._open.wait()
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self._open is not None
         self._writers.add(writer)
         try:
-            await self._open.wait()  # frozen: the connection is accepted but goes nowhere
+            await self._hold(writer)  # frozen: the connection is accepted but goes nowhere
             try:
                 up_reader, up_writer = await asyncio.open_connection(*self.target)
             except OSError:
@@ -98,8 +104,8 @@ class TcpProxy:
                 return
             self._writers.add(up_writer)
             pumps = [
-                asyncio.ensure_future(self._pump(reader, up_writer)),
-                asyncio.ensure_future(self._pump(up_reader, writer)),
+                asyncio.ensure_future(self._pump(reader, up_writer, writer)),
+                asyncio.ensure_future(self._pump(up_reader, writer, writer)),
             ]
             self._tasks.update(pumps)
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -112,14 +118,17 @@ class TcpProxy:
         finally:
             self._writers.discard(writer)
 
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        assert self._open is not None
+    async def _pump(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, client: asyncio.StreamWriter
+    ) -> None:
+        """Forward ``src`` to ``dst`` (one way of the connection whose client side is
+        ``client``) until either side closes."""
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while True:
-                await self._open.wait()
+                await self._hold(client)
                 data = await src.read(65536)
                 if not data:
                     return
-                await self._open.wait()  # read just before a freeze: hold it until unfrozen
+                await self._hold(client)  # read just before a freeze: hold it until unfrozen
                 dst.write(data)
                 await dst.drain()

@@ -1,5 +1,6 @@
 """A rolling restart: every node of a two-node cluster is stopped with SIGTERM and started
-again on the same port, one after the other, while games run.
+again on the same port, one after the other, while games run; on a single Redis and on a
+Redis Cluster.
 
 The players are the product's healing Python client (``KibitzClient(heal=True)`` given
 both nodes' URLs): when their node says 1001 (going away) they reconnect to the other one
@@ -30,8 +31,9 @@ import websockets
 
 from kibitz.client.connection import KibitzClient, ServerError, newer_than, ws_url
 from kibitz.shared.bus.embedded import EmbeddedRedis, free_port
+from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
 from kibitz.shared.games import find_game
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess, flush_cluster, start_server
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.chaos, pytest.mark.timeout(150)]
 
@@ -84,17 +86,26 @@ class Node:
         self.server = self._start()
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[list[Node]]:
-    store = EmbeddedRedis(tmp_path / "redis", port=free_port(), persist=True).start()
+@pytest.fixture(params=["single", pytest.param("cluster", marks=pytest.mark.redis_cluster)])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Node]]:
+    """Two nodes on one Redis of their own, or on the session's Redis Cluster (emptied)."""
+    store: EmbeddedRedis | None = None
+    if request.param == "cluster":
+        redis_cluster: EmbeddedCluster = request.getfixturevalue("redis_cluster")
+        flush_cluster(redis_cluster)
+        url = redis_cluster.url
+    else:
+        store = EmbeddedRedis(tmp_path / "redis", port=free_port(), persist=True).start()
+        url = store.url
     nodes: list[Node] = []
     try:
-        nodes = [Node(store.url), Node(store.url)]
+        nodes = [Node(url), Node(url)]
         yield nodes
     finally:
         for node in nodes:
             node.server.stop()
-        store.stop()
+        if store is not None:
+            store.stop()
 
 
 async def healthy(url: str, timeout: float = 20.0) -> None:

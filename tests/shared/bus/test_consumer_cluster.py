@@ -43,28 +43,12 @@ from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.seat_keys import SeatKeys
 from kibitz.shared.protocol.client_in import Create, Join, PlayMove
-from tests.conftest import flush_cluster
+from tests.shared.bus.conftest import grouped_url
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis_cluster]
 
-GROUPS = 12  # slot groups: enough to land on all three primaries
 GROUP = "testers"
 LOOP_S = 15.0  # every loop below is bounded in time
-
-
-def _url(cluster: EmbeddedCluster) -> str:
-    return f"{cluster.url}/?groups={GROUPS}"
-
-
-@pytest.fixture
-async def clients(redis_cluster: EmbeddedCluster) -> AsyncIterator[list[AsyncClient]]:
-    """Two nodes' clients on an emptied cluster (the layout: GROUPS slot groups)."""
-    flush_cluster(redis_cluster)
-    opened = [command_client(_url(redis_cluster)) for _ in range(2)]
-    assert keys.grouped() and keys.group_count() == GROUPS
-    yield opened
-    for client in opened:
-        await client.aclose()
 
 
 def _streams() -> list[str]:
@@ -246,7 +230,7 @@ async def test_a_stream_whose_slot_moves_is_followed(own_cluster: EmbeddedCluste
     """A group's slot moved to another primary while its entries are read: the consumer
     follows it (redirected, then its slot map renewed); every entry handled once, each
     acknowledged where its stream now lives, a pending one claimed there."""
-    client = command_client(f"{own_cluster.url}/?groups={GROUPS}")
+    client = command_client(grouped_url(own_cluster))
     try:
         streams = _streams()
         moved = streams[0]
@@ -286,7 +270,7 @@ async def test_the_entries_of_a_failed_primary_are_handled_after_its_failover(
     not received) comes again: the handler's writes are idempotent (the archive's upsert)."""
     cluster = EmbeddedCluster(tmp_path / "cluster", primaries=3, replicas_per_primary=1)
     cluster.start()
-    client = command_client(f"{cluster.url}/?groups={GROUPS}")
+    client = command_client(grouped_url(cluster))
     try:
         streams = _streams()
         consumer = GroupedConsumer(client, _policy(count=100), "node0", streams, poll_s=0.05)

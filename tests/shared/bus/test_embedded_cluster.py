@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -68,6 +68,33 @@ def read_on_replica(node: EmbeddedClusterNode, key: str) -> str | None:
         client.execute_command("READONLY")
         value: str | None = client.get(key)
         return value
+
+
+def written_and_replicated(
+    cluster: EmbeddedCluster, key: str
+) -> tuple[EmbeddedClusterNode, EmbeddedClusterNode]:
+    """Write "written before" at ``key`` and WAIT until the replica of its primary has it:
+    that primary and its one replica."""
+    client = client_of_live_nodes(cluster)
+    client.set(key, "written before")
+    client.close()
+    primary = cluster.node_for_key(key)
+    [replica] = cluster.replicas_of(primary)
+    replicated(primary)
+    return primary, replica
+
+
+def timed_failover(
+    cluster: EmbeddedCluster,
+    fault: Callable[[EmbeddedClusterNode], None],
+    primary: EmbeddedClusterNode,
+) -> tuple[EmbeddedClusterNode, float]:
+    """Apply ``fault`` (kill, freeze) to ``primary`` and wait for its replica to take over:
+    the promoted replica, and the seconds from the fault to the failover."""
+    started = time.monotonic()
+    fault(primary)
+    promoted = cluster.wait_for_failover(primary, timeout=20)
+    return promoted, time.monotonic() - started
 
 
 def gone(pid: int) -> bool:
@@ -135,17 +162,9 @@ def test_a_cluster_client_from_the_url_writes_and_reads(redis_cluster: EmbeddedC
 
 def test_a_killed_primary_is_replaced_by_its_replica(own_cluster: EmbeddedCluster) -> None:
     key = "killed:{k}"
-    client = client_of_live_nodes(own_cluster)
-    client.set(key, "written before")
-    client.close()
-    primary = own_cluster.node_for_key(key)
-    [replica] = own_cluster.replicas_of(primary)
-    replicated(primary)
+    primary, replica = written_and_replicated(own_cluster, key)
 
-    started = time.monotonic()
-    own_cluster.kill(primary)
-    promoted = own_cluster.wait_for_failover(primary, timeout=20)
-    took = time.monotonic() - started
+    promoted, took = timed_failover(own_cluster, own_cluster.kill, primary)
     assert promoted is replica and promoted.role == "primary"
     assert own_cluster.node_for_key(key) is promoted
     assert took < 10, f"failover took {took:.1f} s"
@@ -161,17 +180,9 @@ def test_a_killed_primary_is_replaced_by_its_replica(own_cluster: EmbeddedCluste
 
 def test_a_frozen_primary_is_replaced_past_the_node_timeout(own_cluster: EmbeddedCluster) -> None:
     key = "frozen:{f}"
-    client = client_of_live_nodes(own_cluster)
-    client.set(key, "written before")
-    client.close()
-    primary = own_cluster.node_for_key(key)
-    [replica] = own_cluster.replicas_of(primary)
-    replicated(primary)
+    primary, replica = written_and_replicated(own_cluster, key)
 
-    started = time.monotonic()
-    own_cluster.freeze(primary)
-    promoted = own_cluster.wait_for_failover(primary, timeout=20)
-    took = time.monotonic() - started
+    promoted, took = timed_failover(own_cluster, own_cluster.freeze, primary)
     assert promoted is replica
     assert NODE_TIMEOUT_MS / 1000 < took < 10, f"failover took {took:.1f} s"
     client = client_of_live_nodes(own_cluster)

@@ -182,6 +182,11 @@ class Harness:
     def shard_of(self, room_id: str) -> Any:
         return self.listener.placement.where.get(keys.room_channel(room_id))
 
+    def subscribed_at(self, room_id: str) -> Address | None:
+        """The primary the room's channel is subscribed at (None: nowhere)."""
+        address: Address | None = getattr(self.shard_of(room_id), "address", None)
+        return address
+
     async def follow(self, room_id: str) -> None:
         self.followers.rooms[room_id] = {object()}
         await self.listener.subscribe_room(room_id)
@@ -203,6 +208,29 @@ async def harness(client: Any) -> AsyncIterator[Harness]:
     made = Harness(client)
     yield made
     await made.stop()
+
+
+async def follow_a_room_on_each_primary(cluster: EmbeddedCluster, harness: Harness) -> list[str]:
+    """Start ``harness`` and follow one room on each primary (each subscription confirmed);
+    those rooms."""
+    rooms = rooms_on_each_primary(cluster)
+    await harness.start()
+    for room_id in rooms:
+        await harness.follow(room_id)
+    return rooms
+
+
+async def room_follows_the_failover(
+    cluster: EmbeddedCluster, harness: Harness, room_id: str, lost: EmbeddedClusterNode
+) -> None:
+    """Wait for the failover of primary ``lost`` (the primary of ``room_id``'s channel),
+    then until the listener has the room subscribed at the promoted replica."""
+    promoted = await asyncio.to_thread(cluster.wait_for_failover, lost, 30)
+    await eventually(
+        lambda: harness.subscribed_at(room_id) == address_of(cluster, promoted),
+        15,
+        "the room subscribed at the promoted replica",
+    )
 
 
 async def test_rooms_on_every_primary_and_the_global_channels_are_heard(
@@ -235,10 +263,7 @@ async def test_rooms_on_every_primary_and_the_global_channels_are_heard(
 async def test_a_moved_slot_is_followed_to_its_new_primary(
     cluster: EmbeddedCluster, client: Any, harness: Harness
 ) -> None:
-    rooms = rooms_on_each_primary(cluster)
-    await harness.start()
-    for room_id in rooms:
-        await harness.follow(room_id)
+    rooms = await follow_a_room_on_each_primary(cluster, harness)
     moved = rooms[0]
     source = cluster.node_for_key(keys.room_channel(moved))
     target = next(n for n in cluster.primaries() if n.port != source.port)
@@ -247,9 +272,10 @@ async def test_a_moved_slot_is_followed_to_its_new_primary(
     # Redis pushes a sunsubscribe; the listener places the channel at the new owner and
     # re-syncs the room once Redis confirms it there.
     await eventually(
-        lambda: getattr(harness.shard_of(moved), "address", None) == address_of(cluster, target),
-        10, "the channel subscribed at its new primary",
-    )  # fmt: skip
+        lambda: harness.subscribed_at(moved) == address_of(cluster, target),
+        10,
+        "the channel subscribed at its new primary",
+    )
     await eventually(lambda: harness.resynced == [moved], 5, "the moved room re-synced")
     await harness.hears(client, moved, "after the move")
     assert {r: harness.shard_of(r) for r in rooms[1:]} == others  # untouched
@@ -260,21 +286,13 @@ async def test_a_moved_slot_is_followed_to_its_new_primary(
 async def test_a_killed_primary_is_replaced_and_its_rooms_follow(
     cluster: EmbeddedCluster, client: Any, harness: Harness
 ) -> None:
-    rooms = rooms_on_each_primary(cluster)
-    await harness.start()
-    for room_id in rooms:
-        await harness.follow(room_id)
+    rooms = await follow_a_room_on_each_primary(cluster, harness)
     victim_room = rooms[0]
     victim = cluster.node_for_key(keys.room_channel(victim_room))
     survivors = {r: harness.shard_of(r) for r in rooms[1:]}
     cluster.kill(victim)
     await eventually(lambda: not harness.listener.healthy, STALE_S + 2, "the loss seen")
-    promoted = await asyncio.to_thread(cluster.wait_for_failover, victim, 30)
-    await eventually(
-        lambda: getattr(harness.shard_of(victim_room), "address", None)
-        == address_of(cluster, promoted),
-        15, "the room subscribed at the promoted replica",
-    )  # fmt: skip
+    await room_follows_the_failover(cluster, harness, victim_room, victim)
     await eventually(lambda: victim_room in harness.resynced, 5, "the room re-synced")
     await harness.hears(client, victim_room, "after the failover")
     for room_id in rooms[1:]:
@@ -288,10 +306,7 @@ async def test_a_killed_primary_is_replaced_and_its_rooms_follow(
 async def test_the_probe_finds_a_frozen_primary(
     cluster: EmbeddedCluster, client: Any, harness: Harness
 ) -> None:
-    rooms = rooms_on_each_primary(cluster)
-    await harness.start()
-    for room_id in rooms:
-        await harness.follow(room_id)
+    rooms = await follow_a_room_on_each_primary(cluster, harness)
     frozen_room = rooms[0]
     frozen = cluster.node_for_key(keys.room_channel(frozen_room))
     frozen_shard = harness.shard_of(frozen_room)
@@ -303,12 +318,7 @@ async def test_the_probe_finds_a_frozen_primary(
         lambda: harness.shard_of(frozen_room) is not frozen_shard, STALE_S + 2, "dropped"
     )
     assert time.monotonic() - started < STALE_S + 2
-    promoted = await asyncio.to_thread(cluster.wait_for_failover, frozen, 30)
-    await eventually(
-        lambda: getattr(harness.shard_of(frozen_room), "address", None)
-        == address_of(cluster, promoted),
-        15, "the room subscribed at the promoted replica",
-    )  # fmt: skip
+    await room_follows_the_failover(cluster, harness, frozen_room, frozen)
     await harness.hears(client, frozen_room, "after the freeze")
     await eventually(lambda: frozen_room in harness.resynced, 5, "the room re-synced")
     cluster.thaw(frozen)  # it comes back as a replica: nothing changes for the listener
@@ -320,10 +330,7 @@ async def test_the_probe_finds_a_frozen_primary(
 async def test_a_lost_connection_is_made_again_and_its_rooms_re_synced(
     cluster: EmbeddedCluster, client: Any, harness: Harness
 ) -> None:
-    rooms = rooms_on_each_primary(cluster)
-    await harness.start()
-    for room_id in rooms:
-        await harness.follow(room_id)
+    rooms = await follow_a_room_on_each_primary(cluster, harness)
     cut_room = rooms[0]
     node = cluster.node_for_key(keys.room_channel(cut_room))
     before = harness.shard_of(cut_room)

@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -49,27 +49,10 @@ from kibitz.shared.bus.store import (
     StaleVersion,
 )
 from kibitz.shared.protocol.client_in import Create, PlayMove
-from tests.conftest import flush_cluster
+from tests.shared.bus.conftest import GROUPS, grouped_url
 from tests.shared.bus.test_store import _job, _plan
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.redis_cluster]
-
-GROUPS = 12  # slot groups: enough to land on all three primaries
-
-
-def _url(cluster: EmbeddedCluster) -> str:
-    return f"{cluster.url}/?groups={GROUPS}"
-
-
-@pytest.fixture
-async def clients(redis_cluster: EmbeddedCluster) -> AsyncIterator[list[AsyncClient]]:
-    """Two nodes' clients on an emptied cluster (GROUPS slot groups)."""
-    flush_cluster(redis_cluster)
-    opened = [command_client(_url(redis_cluster)) for _ in range(2)]
-    assert keys.grouped() and keys.group_count() == GROUPS
-    yield opened
-    for client in opened:
-        await client.aclose()
 
 
 @pytest.fixture
@@ -498,7 +481,7 @@ async def test_the_workers_fair_queue_steps_run_on_the_control_slot(
 ) -> None:
     """The sync client of the workers: beat, dispatch (no room read: the job goes out) and
     should_yield (its marker a declared sorted set, one yield per newcomer)."""
-    worker = blocking_client(_url(redis_cluster))
+    worker = blocking_client(grouped_url(redis_cluster))
     try:
         fair = fairness.FairQueue(worker)
         assert fair.beat("w1") == 1
@@ -592,7 +575,7 @@ async def test_one_primary_down_stops_no_other_group(
     # The readers merged over every group (the deadline sweep, the lobby, the outbox
     # sweep) and the heartbeat's per-group beats skip the groups of a primary that is
     # down, not every group. A short timeout: a frozen primary answers nothing.
-    client = command_client(_url(lone_primaries), timeout_s=0.3)
+    client = command_client(grouped_url(lone_primaries), timeout_s=0.3)
     store = RoomStore(client, node="n-" + uuid.uuid4().hex[:4])
     try:
         rooms = _rooms_in_every_group()
