@@ -17,10 +17,9 @@ Each test plays from its own loopback address (127.0.0.N), so their budgets are 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +34,11 @@ from kibitz.shared.bus.embedded import EmbeddedRedis
 from kibitz.shared.bus.limits import AddressCounters
 from kibitz.shared.protocol.client_in import player_id
 from tests.conftest import ServerProcess, start_server
+from tests.security.conftest import BOUNDARY_BUDGET
 
 pytestmark = pytest.mark.asyncio
 
-BUDGET = 5  # rooms a minute per address
+BUDGET = BOUNDARY_BUDGET  # rooms a minute per address
 UNSTARTED_S = 2.0  # an untimed game nobody moved in is aborted after this
 ABANDON_S = 2.0  # every player of an untimed game gone this long: abandoned
 ABANDON_AI_S = 3.0  # the same for the human of a game against the AI
@@ -303,48 +303,6 @@ async def test_a_correspondence_game_nobody_moved_in_is_aborted_when_its_players
     await eventually(lambda: room_gone(redis, idle), FINISHED_S + 5)
     status, _ = await get_json(f"{node.http_url}/api/games/{idle}")
     assert status == 404
-
-
-async def rooms_made_across_a_boundary(
-    node: ServerProcess, unwanted: threading.Event
-) -> list[float]:
-    """Rooms made from one address as fast as allowed, from a little before a clock-minute
-    boundary to a little after it: when each was made (none if ``unwanted`` is set during
-    the wait for the boundary)."""
-    before = 3.0  # start this long before a minute boundary, go on as long after it
-    wait = (60 - before - time.time() % 60) % 60  # the one wait: at most a minute
-    if await asyncio.to_thread(unwanted.wait, wait):
-        return []
-    made: list[float] = []
-    async with await client(node, "127.0.0.61") as c:
-        stop = time.time() + 2 * before
-        for _ in range(200):  # bounded: 0.05 s apart over 2 x ``before``
-            if time.time() >= stop:
-                break
-            if await refused(c.create("tictactoe")) is None:
-                made.append(time.time())
-            await asyncio.sleep(0.05)
-    return made
-
-
-@pytest.fixture(scope="module", autouse=True)
-def boundary_rooms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[list[float]]]:
-    """:func:`rooms_made_across_a_boundary`, started with the module's first test in a
-    thread of its own: its wait for a minute boundary (up to a minute) passes while the
-    other tests run, instead of after them. It has a node and a Redis of its own, so its
-    rooms show in no other test's lists or counts. When the module ends without that test
-    (deselected, or failed before it), the wait is cut short."""
-    redis_server = EmbeddedRedis(tmp_path_factory.mktemp("boundary-redis"), persist=False)
-    redis_server.start()
-    server = start_server(redis_server.url, extra_env=ENV)
-    unwanted = threading.Event()
-    try:
-        with ThreadPoolExecutor(1) as pool:
-            yield pool.submit(asyncio.run, rooms_made_across_a_boundary(server, unwanted))
-            unwanted.set()
-    finally:
-        server.stop()
-        redis_server.stop()
 
 
 async def test_the_room_budget_holds_across_a_minute_boundary(
