@@ -21,18 +21,10 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from kibitz.shared.bus import keys
-from kibitz.shared.bus.store import NODE_TTL_MS  # a node silent this long is not listed
+from kibitz.shared.bus.store import live_nodes
 
 #: Heartbeat keys read per SCAN step.
 SCAN_COUNT = 100
-
-#: The nodes that beat within ARGV[1] ms, by the Redis clock their beats are on.
-#:   KEYS[1]  node_beats  sorted set: node -> last heartbeat (ms)
-_LIVE_NODES = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[1]), '+inf')
-"""
 
 
 async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
@@ -42,7 +34,7 @@ async def cluster_status(redis: aioredis.Redis) -> dict[str, Any]:
         out[name] = await _stream_status(redis, stream)
     if keys.grouped():
         out["workers"] = await _live_workers(redis)
-        out["nodes"] = await _live_nodes(redis)
+        out["nodes"] = await live_nodes(redis)
     else:
         async for key in redis.scan_iter(match=keys.WORKERS + "*", count=SCAN_COUNT):
             info = await redis.hgetall(key)
@@ -87,14 +79,6 @@ async def _over_groups(redis: aioredis.Redis, command: str, key: Callable[[int],
             getattr(pipe, command)(key(group))
         counts: list[Any] = await pipe.execute()
     return sum(int(count) for count in counts)
-
-
-async def _live_nodes(redis: aioredis.Redis) -> list[str]:
-    """The nodes of ``NODE_BEATS`` that beat within ``NODE_TTL_MS`` (a Redis Cluster's
-    list: no SCAN)."""
-    script = redis.register_script(_LIVE_NODES)
-    nodes: Any = await script(keys=[keys.NODE_BEATS], args=[NODE_TTL_MS])
-    return sorted(str(node) for node in nodes)
 
 
 async def _live_workers(redis: aioredis.Redis) -> list[dict[str, str]]:

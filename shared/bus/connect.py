@@ -810,11 +810,14 @@ T = TypeVar("T")
 
 
 async def each_group(
-    client: AsyncClient, call: Callable[[int], Awaitable[T]], what: str
+    client: AsyncClient,
+    call: Callable[[int], Awaitable[T]],
+    what: str,
+    groups: Iterable[int] | None = None,
 ) -> list[tuple[int, T]]:
-    """``call(group)`` for every slot group at once (a Redis Cluster's readers and
-    writers of the per-group keys, on ``client``); ``(group, reply)`` of those that
-    answered.
+    """``call(group)`` for every slot group at once, or for those of ``groups`` (a Redis
+    Cluster's readers and writers of the per-group keys, on ``client``); ``(group,
+    reply)`` of those that answered (none if ``groups`` is empty).
 
     A group whose call failed with one of the bus's errors (its primary killed, frozen
     or failing over: refused, timed out, ``CLUSTERDOWN``), or had not answered within the
@@ -828,9 +831,11 @@ async def each_group(
     client's connections to every node each time). Here each command goes on its own, and
     ClusterRedis sends those of a primary down its one pipelined link in one write, so it
     is as many round trips (one per primary, in parallel)."""
-    groups = list(keys.groups())
+    chosen = list(keys.groups() if groups is None else groups)
+    if not chosen:
+        return []
     within_s = client.timeout_s if isinstance(client, ClusterRedis) else REDIS_TIMEOUT_S
-    tasks = [asyncio.ensure_future(call(group)) for group in groups]
+    tasks = [asyncio.ensure_future(call(group)) for group in chosen]
     try:
         await asyncio.wait(tasks, timeout=within_s)
     finally:
@@ -838,7 +843,7 @@ async def each_group(
             task.cancel()  # (a no-op for those done)
     answered: list[tuple[int, T]] = []
     failed: list[BaseException] = []
-    for group, task in zip(groups, tasks, strict=True):
+    for group, task in zip(chosen, tasks, strict=True):
         if not task.done() or task.cancelled():
             failed.append(redis.TimeoutError(f"no answer within {within_s} s"))
             continue
@@ -856,7 +861,7 @@ async def each_group(
             ) from failed[0]
         log.warning(
             "%s: %d of %d slot groups failed, the others answered (%s: %s)",
-            what, len(failed), len(groups), type(failed[0]).__name__, failed[0],
+            what, len(failed), len(chosen), type(failed[0]).__name__, failed[0],
         )  # fmt: skip
     return answered
 

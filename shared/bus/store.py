@@ -51,10 +51,10 @@ every group) is recent: the presence scripts are handed that key. The per-owner 
 counts every group: a new AI room's commit is handed the other groups' counts, read just
 before under a short per-owner lock (``AI_GAMES_LOCK_MS``). Readers of the per-group sets
 merge the groups (:meth:`RoomStore.live_rooms_idle_since`: one pipeline;
-:meth:`RoomStore.live_room_ids`, :meth:`RoomStore.due_rooms`, the outbox sweep and the
-heartbeat's beats: every group at once, leaving out the groups of a primary that is down,
-``connect.each_group``). On a single Redis all of this is as it was: one group, the names
-above, one script.
+:meth:`RoomStore.live_room_ids`, :meth:`RoomStore.due_rooms` (every group or those asked
+for), the outbox sweep and the heartbeat's beats: the groups at once, leaving out those of
+a primary that is down, ``connect.each_group``). On a single Redis all of this is as it
+was: one group, the names above, one script.
 
 Every write to a room goes through one Lua script (``scripts/commit.lua``) that commits
 only if the room is still at the version the change was computed from (optimistic
@@ -160,6 +160,7 @@ _QUEUE_LEGACY = source("queue_legacy")
 _FORGET = source("forget")
 _NODE_BEAT = source("node_beat")
 _AI_WATCH = source("fair_lib", "ai_watch")
+_LIVE_NODES = source("live_nodes")
 
 SeatFlags = str  # one letter a seat: "a" AI, "p" just seated (connected), "h" human, "-" free
 SEAT_FLAG_LETTERS = frozenset("aph-")  # the letters presence_splice reads
@@ -464,11 +465,12 @@ async def _by_score(
     what: str,
     *,
     newest: bool,
+    groups: Iterable[int] | None = None,
 ) -> list[str]:
     """Up to ``limit`` members of the sorted set ``key_of(group)`` scored from ``low`` to
     ``high``, highest score first if ``newest``, else lowest first: on a Redis Cluster
-    every slot group's, merged (all at once; a group whose primary is down is left out,
-    connect.each_group, which logs it as ``what``)."""
+    the slot groups' (``groups``, or every one), merged (all at once; a group whose
+    primary is down is left out, connect.each_group, which logs it as ``what``)."""
 
     async def read(group: int, withscores: bool) -> Any:
         if newest:
@@ -481,7 +483,7 @@ async def _by_score(
 
     if not keys.grouped():
         return list(await read(0, withscores=False))
-    pages = await each_group(client, lambda group: read(group, withscores=True), what)
+    pages = await each_group(client, lambda group: read(group, withscores=True), what, groups)
     merge = _merge_newest if newest else _merge_oldest
     return merge((found for _group, found in pages), limit)
 
@@ -1020,13 +1022,17 @@ class RoomStore:
         return bool(int(done))
 
     # -- deadlines and heartbeats --------------------------------------------------------
-    async def due_rooms(self, now_ms: int, limit: int = DUE_BATCH) -> list[str]:
-        """Rooms whose clock deadline is at or before ``now_ms``, earliest first (every
-        slot group's, merged: all at once; a group whose primary is down is left out,
-        so the others' flags still fall: connect.each_group)."""
+    async def due_rooms(
+        self, now_ms: int, limit: int = DUE_BATCH, groups: Iterable[int] | None = None
+    ) -> list[str]:
+        """Rooms whose clock deadline is at or before ``now_ms``, earliest first. On a
+        Redis Cluster those of the slot groups ``groups`` (None: every group), merged: all
+        at once; a group whose primary is down is left out, so the others' flags still
+        fall (connect.each_group). On a single Redis ``groups`` is ignored: one read."""
         return await _by_score(
-            self.redis, keys.deadlines, "-inf", now_ms, limit, "deadline sweep", newest=False
-        )
+            self.redis, keys.deadlines, "-inf", now_ms, limit, "deadline sweep",
+            newest=False, groups=groups,
+        )  # fmt: skip
 
     async def drop_deadline(self, room_id: str) -> None:
         """Take a room that is gone off ``deadlines``."""
@@ -1135,6 +1141,10 @@ class RoomStore:
         await each_group(self.redis, beat, "heartbeat")
         return dead
 
+    async def live_nodes(self) -> list[str]:
+        """The server nodes that beat within ``NODE_TTL_MS``, sorted (:func:`live_nodes`)."""
+        return await live_nodes(self.redis)
+
     async def leave(self) -> None:
         """This node stops cleanly, every departure of its followers recorded: its beats
         are removed, so no other node announces it as dead later (an announcement makes
@@ -1147,6 +1157,15 @@ class RoomStore:
                 await self.redis.zrem(keys.group_node_beats(group), self.node)
 
             await each_group(self.redis, forget, "leave")
+
+
+async def live_nodes(redis: aioredis.Redis) -> list[str]:
+    """The server nodes of ``NODE_BEATS`` that beat within ``NODE_TTL_MS`` by the Redis
+    clock their beats are on, sorted (one script on the control slot: no SCAN, so a
+    Redis Cluster's list too)."""
+    script = redis.register_script(_LIVE_NODES)
+    nodes: Any = await script(keys=[keys.NODE_BEATS], args=[NODE_TTL_MS])
+    return sorted(_text(node) for node in nodes)
 
 
 def _ai_games_lock(owner: str) -> str:

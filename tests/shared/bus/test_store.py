@@ -198,7 +198,7 @@ def test_the_commit_names_keys_and_args_as_its_lua_file_does() -> None:
 @pytest.mark.parametrize(
     "name",
     ["presence", "attach", "publish_presence", "leave", "archived", "queue_legacy", "forget",
-     "node_beat", "fair_dispatch", "fair_beat", "fair_should_yield", "ai_relay",
+     "node_beat", "live_nodes", "fair_dispatch", "fair_beat", "fair_should_yield", "ai_relay",
      "ai_games_count", "address_connect", "seek_add", "seek_accept",
      "pool_join", "pool_live", "pool_take", "chat_append", "analysis_start",
      "jobs_renew_lease"],
