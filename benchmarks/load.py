@@ -42,6 +42,18 @@ had to wait (``redis_throttled``: near 1 when Redis is the limit), the groups of
 primary serves and the primary of the control slot, and the nodes' busy shares
 (``node_cores``; ``node_idle_cores`` before the games), which show which side was
 saturated.
+
+With ``--ai LEVEL`` each game is one client against the AI at that level (the client on a
+random seat, so the AI moves first in half the games), and the private nodes get
+``--ai-workers N`` ``kibitz worker`` processes that the bench starts beside them. ``moves``
+then counts both sides' moves (the client's and the AI's, ``human_moves`` and
+``ai_moves``); ``latency_ms``/``move_rtt_ms`` time the client's move until its own client
+has the new state (the commit's round trip), and ``ai_reply_ms`` until it has the AI's
+reply (the relay, the fair queue, the search, the result and its commit). On a cluster the
+AI's queueing and results run on the control slot (``{c}``), whose primary also serves
+its share of the groups: ``redis_control_slot_cpu_ms_per_ai_move`` is that primary's CPU
+per AI move less its groups' share (its groups times the other primaries' CPU per group),
+the control slot's own cost of an AI move and of the client move that goes with it.
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -77,6 +90,7 @@ from kibitz.benchmarks.spectators import MAX_PROCS, Spectators
 from kibitz.client.connection import KibitzClient, ServerError, newer_than
 
 if TYPE_CHECKING:
+    from kibitz.benchmarks.faults import WorkerPool
     from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
 
 
@@ -183,6 +197,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "under 0.1 gets a longer period than 10 ms, see benchmarks/cpu_limit.py), so that "
         "Redis, not the machine, is the limit",
     )
+    parser.add_argument(
+        "--ai",
+        type=int,
+        default=None,
+        metavar="LEVEL",
+        help=f"each game is one client against the AI at this level (1-{MAX_AI_LEVEL}) "
+        "instead of two clients; moves/s and moves count both sides' moves, ai_moves the "
+        "AI's, the latency is the client's move until its own client has it (ai_reply_ms: "
+        "until it has the AI's reply)",
+    )
+    parser.add_argument(
+        "--ai-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"with --ai on the private server: start this many `kibitz worker` processes "
+        f"on its store (1-{MAX_AI_WORKERS}; default {DEFAULT_AI_WORKERS}); their CPU per AI "
+        "move is reported",
+    )
     parser.set_defaults(func=run)
 
 
@@ -195,6 +228,11 @@ BENCH_NODE_TIMEOUT_MS = 15_000
 #: How long Redis's CPU is read with the nodes started and idle, before the games.
 IDLE_SECONDS = 2.0
 MAX_THINK_MS = 60_000.0  # a minute's pause at most: the run stays bounded in time
+MAX_AI_LEVEL = 8
+MAX_AI_WORKERS = 16
+#: Level 1 searches are tiny: on a 2-core machine 6 workers did about 10% more AI moves/s
+#: than 2 (123 and 110 in one 30 s run each), the machine rather than the workers the limit.
+DEFAULT_AI_WORKERS = 2
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -214,6 +252,8 @@ class LoadStats:
     moves: int = 0
     errors: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
+    ai_moves: int = 0  # of ``moves``, the AI's (games with --ai)
+    ai_reply_ms: list[float] = field(default_factory=list)
 
     def count_error(self, exc: BaseException) -> None:
         kind = exc.code if isinstance(exc, ServerError) else type(exc).__name__
@@ -272,6 +312,61 @@ async def play_one(
     finally:
         await a.close()
         await b.close()
+
+
+async def play_ai(
+    url: str,
+    game: str,
+    level: int,
+    codec: str,
+    rng: random.Random,
+    stats: LoadStats,
+    think_s: float = 0.0,
+) -> None:
+    """One game of a client against the AI at ``level``, the client on a random seat. Its
+    moves are timed until its own client has them and until the AI's reply arrives; the
+    AI's moves are counted from the moves list of each state the client waits for."""
+    client = await KibitzClient.open(url, codec=codec, open_timeout=60)  # type: ignore[arg-type]
+    try:
+        seat = rng.randrange(2)  # the AI moves first in half the games
+        room = (await client.create(game, f"ai:{level}", seat=seat))["room"]
+
+        def our_turn(state: dict[str, Any], after: int = -1) -> bool:
+            """The game is over or it is our turn, at a version past ``after``."""
+            if int(state["version"]) <= after:
+                return False
+            return state["status"] == "over" or (
+                state["status"] == "playing" and int(state["to_move"]) == seat
+            )
+
+        ai_counted = 0
+
+        def count_ai_moves(state: dict[str, Any]) -> int:
+            """Count the AI's moves in ``state`` not counted yet; how many those are."""
+            nonlocal ai_counted
+            new = sum(1 for move in state["moves"] if move["seat"] != seat) - ai_counted
+            ai_counted += new
+            stats.ai_moves += new
+            stats.moves += new
+            return new
+
+        state = await client.wait_state(room, our_turn)
+        count_ai_moves(state)
+        while state["status"] == "playing":
+            version = state["version"]
+            if think_s:
+                await asyncio.sleep(think_s * (0.5 + rng.random()))
+            started = time.perf_counter()
+            await client.move(room, rng.choice(state["legal_moves"]), version)
+            await client.wait_state(room, newer_than(version))
+            stats.latencies_ms.append((time.perf_counter() - started) * 1000)
+            stats.moves += 1
+            state = await client.wait_state(room, functools.partial(our_turn, after=version))
+            if count_ai_moves(state):
+                stats.ai_reply_ms.append((time.perf_counter() - started) * 1000)
+        stats.games += 1
+    finally:
+        await client.close()
 
 
 def _childrencpu_seconds() -> float:
@@ -385,28 +480,33 @@ async def drive(urls: list[str], args: argparse.Namespace) -> dict[str, Any]:
         nonlocal remaining
         while remaining > 0 and time.monotonic() < deadline:
             remaining -= 1
+            game_rng, think_s = random.Random(rng.random()), args.think_ms / 1000
+            if args.ai is None:
+                game = play_one(url, args.game, args.codec, game_rng, stats, think_s)
+            else:
+                game = play_ai(url, args.game, args.ai, args.codec, game_rng, stats, think_s)
             try:
-                await asyncio.wait_for(
-                    play_one(
-                        url,
-                        args.game,
-                        args.codec,
-                        random.Random(rng.random()),
-                        stats,
-                        args.think_ms / 1000,
-                    ),
-                    timeout=max(1.0, deadline - time.monotonic()),
-                )
+                await asyncio.wait_for(game, timeout=max(1.0, deadline - time.monotonic()))
             except (TimeoutError, ConnectionError, OSError, ServerError) as exc:
                 stats.count_error(exc)  # counted, and the bench goes on
 
     lanes = range(max(1, args.concurrency))
     await asyncio.gather(*(lane(urls[i % len(urls)]) for i in lanes))
-    out = stats.summary(time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    out = stats.summary(seconds)
     out.update(game=args.game, concurrency=args.concurrency, codec=args.codec)
     out.update(think_ms=args.think_ms)
-    out.update(connections=2 * max(1, min(args.concurrency, args.games)))
+    per_game = 2 if args.ai is None else 1  # the AI needs no connection
+    out.update(connections=per_game * max(1, min(args.concurrency, args.games)))
     out.update(spectators=0, fanout_ms=None, rss_bytes_per_connection=None)
+    out.update(ai_level=args.ai)
+    if args.ai is not None:
+        out.update(
+            ai_moves=stats.ai_moves,
+            human_moves=stats.moves - stats.ai_moves,
+            ai_moves_per_s=round(stats.ai_moves / seconds, 1) if seconds else 0.0,
+            ai_reply_ms=percentiles(stats.ai_reply_ms),
+        )
     return out
 
 
@@ -460,6 +560,16 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.spectator_procs <= MAX_PROCS:
         print(f"kibitz bench load: --spectator-procs must be 1-{MAX_PROCS}", file=sys.stderr)
         return 2
+    if args.ai is not None and (not 1 <= args.ai <= MAX_AI_LEVEL or args.spectators):
+        print(f"kibitz bench load: --ai must be 1-{MAX_AI_LEVEL}, and is for games without "
+              "--spectators", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.ai_workers is not None and (
+        args.ai is None or args.url or not 1 <= args.ai_workers <= MAX_AI_WORKERS
+    ):
+        print(f"kibitz bench load: --ai-workers must be 1-{MAX_AI_WORKERS}, and is for --ai "
+              "on the private server (not with --url)", file=sys.stderr)  # fmt: skip
+        return 2
     load_average = round(os.getloadavg()[0], 2)  # the machine's, as the run starts
     if args.url:
         for url in args.url:
@@ -481,10 +591,18 @@ def run(args: argparse.Namespace) -> int:
             f"({result['moves_per_s']} moves/s, {result['concurrency']} games at once, "
             f"{result['errors']} errors)"
         )
+        seen = "opponent sees it" if result.get("ai_level") is None else "its client has it"
         print(
-            f"move -> opponent sees it: p50 {lat['p50']} ms, p95 {lat['p95']} ms, "
+            f"move -> {seen}: p50 {lat['p50']} ms, p95 {lat['p95']} ms, "
             f"p99 {lat['p99']} ms, max {lat['max']} ms"
         )
+        if result.get("ai_level") is not None:
+            reply = result["ai_reply_ms"]
+            print(
+                f"against the AI at level {result['ai_level']}: {result['ai_moves']} of the "
+                f"moves were the AI's ({result['ai_moves_per_s']}/s); move -> the AI's reply: "
+                f"p50 {reply['p50']} ms, p99 {reply['p99']} ms, max {reply['max']} ms"
+            )
         if result["fanout_ms"]:
             fan = result["fanout_ms"]
             print(
@@ -504,6 +622,12 @@ def run(args: argparse.Namespace) -> int:
                 f"{result.get('redis_cores')} cores ({result.get('redis_idle_cores')} with the "
                 f"nodes idle), throttled in {result.get('redis_throttled')} of the periods; "
                 f"nodes busy {result.get('node_cores')} cores"
+            )
+        if result.get("redis_control_primary") is not None:
+            print(
+                f"the control slot is on primary {result['redis_control_primary']}: its own "
+                f"CPU per move about {result.get('redis_control_slot_cpu_ms_per_move')} ms "
+                f"(per AI move {result.get('redis_control_slot_cpu_ms_per_ai_move')} ms)"
             )
         if result.get("fanout_server_cpu_ms_per_move") is not None:
             print(
@@ -648,6 +772,28 @@ def _spent(before: list[float | None], after: list[float | None]) -> list[float]
     return spent if len(spent) == len(before) else None
 
 
+def control_slot_seconds(
+    primaries_s: list[float], groups_per_primary: list[int] | None, control: int
+) -> float | None:
+    """The control slot's own share of the CPU seconds of its primary, which also serves
+    some of the groups: that primary's seconds less its groups' share, estimated as its
+    groups times the other primaries' seconds per group (the rooms, many, spread evenly
+    over the groups). None with one primary, where nothing tells the two apart."""
+    if groups_per_primary is None:
+        return None
+    others = [i for i in range(len(primaries_s)) if i != control]
+    other_groups = sum(groups_per_primary[i] for i in others)
+    if not other_groups:
+        return None
+    per_group = sum(primaries_s[i] for i in others) / other_groups
+    return max(0.0, primaries_s[control] - groups_per_primary[control] * per_group)
+
+
+def _per(seconds: float | None, count: int) -> float | None:
+    """``seconds`` in ms per one of ``count``, rounded (None if unknown)."""
+    return None if seconds is None else round(seconds * 1000 / count, 3)
+
+
 def store_fields(
     store: PrivateStore,
     args: argparse.Namespace,
@@ -655,9 +801,11 @@ def store_fields(
     replicas_s: list[float] | None,
     moves: int,
     seconds: float,
+    ai_moves: int = 0,
 ) -> dict[str, Any]:
     """The summary's fields about the private store: its kind and shape, and the CPU its
-    primaries (and replicas) used, per move and as a share of a core over ``seconds``."""
+    primaries (and replicas) used, per move (and per AI move, given ``ai_moves``) and as a
+    share of a core over ``seconds``; on a cluster, the control primary's apart."""
     out: dict[str, Any] = {
         "redis": store.kind,
         "redis_primaries": len(store.primary_pids),
@@ -674,6 +822,16 @@ def store_fields(
         everything = sum(primaries_s) + sum(replicas_s or [])
         out["redis_cpu_ms_per_move"] = round(everything * 1000 / moves, 3)
         out["redis_cpu_ms_per_move_per_primary"] = [round(s * 1000 / moves, 3) for s in primaries_s]
+    if primaries_s is not None and store.control_primary is not None and moves:
+        slot_s = control_slot_seconds(primaries_s, store.groups_per_primary, store.control_primary)
+        out["redis_control_cpu_ms_per_move"] = round(
+            primaries_s[store.control_primary] * 1000 / moves, 3
+        )
+        out["redis_control_slot_cpu_ms_per_move"] = _per(slot_s, moves)
+        if ai_moves:
+            out["redis_control_slot_cpu_ms_per_ai_move"] = _per(slot_s, ai_moves)
+    if primaries_s is not None and ai_moves:
+        out["redis_cpu_ms_per_ai_move_per_primary"] = [_per(s, ai_moves) for s in primaries_s]
     if primaries_s is not None and seconds > 0:
         out["redis_cores"] = [round(s / seconds, 3) for s in primaries_s]
         if replicas_s:
@@ -703,6 +861,7 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
         unlimited = ["--max-connections-per-address", "1000000", "--max-creates-per-minute",
                      "1000000", "--max-ai-games-per-address", "1000000"]  # fmt: skip
         procs: list[subprocess.Popen[str]] = []
+        workers: WorkerPool | None = None
         try:
             urls = []
             cpus = sorted(os.sched_getaffinity(0))
@@ -722,6 +881,14 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 if limits is not None:
                     limits.limit(proc.pid)
             pids = [proc.pid for proc in procs]
+            if args.ai is not None:
+                # Beside the nodes rather than under them (kibitz serve --workers), so that
+                # their CPU is read apart from the nodes'; counted in before the games.
+                from kibitz.benchmarks.faults import WorkerPool
+
+                workers = WorkerPool(store.url, args.ai_workers or DEFAULT_AI_WORKERS)
+                workers.wait_ready()
+            worker_pids = [proc.pid for proc in workers.procs.values()] if workers else []
             # Redis's CPU with the nodes idle (their heartbeats, sweeps and probes): the
             # part of the figures below that is not the moves'.
             # Read when the store is the subject (a cluster, or Redis capped).
@@ -735,6 +902,7 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 nodes_idle_spent = _spent(nodes_idle_before, _cpu_used(pids))
                 idle_window = time.perf_counter() - idle_started
             cpu_before = _cpu_used(pids)
+            workers_before = _cpu_used(worker_pids)
             throttled_before = _throttled(redis_limits, store.primary_pids)
             redis_before = _cpu_used(store.primary_pids)
             replicas_before = _cpu_used(store.replica_pids)
@@ -747,6 +915,7 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
             client_cpu = time.process_time() + _childrencpu_seconds() - client_before
             time.sleep(0.5)  # the server finishes with the closed connections: that counts
             cpu_after = _cpu_used(pids)
+            workers_spent = _spent(workers_before, _cpu_used(worker_pids))
             redis_spent = _spent(redis_before, _cpu_used(store.primary_pids))
             throttled_after = _throttled(redis_limits, store.primary_pids)
             replicas_spent = _spent(replicas_before, _cpu_used(store.replica_pids))
@@ -770,8 +939,18 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 result["node_cores"] = [round(s / window, 3) for s in spent]
             if result["moves"]:
                 result["client_cpu_ms_per_move"] = round(client_cpu * 1000 / result["moves"], 3)
+            ai_moves = result.get("ai_moves", 0)
+            if workers is not None:
+                result["ai_workers"] = len(worker_pids)
+                if workers_spent is not None and ai_moves:
+                    per_ai_move = sum(workers_spent) * 1000 / ai_moves
+                    result["worker_cpu_ms_per_ai_move"] = round(per_ai_move, 3)
+                if workers_spent is not None and window > 0:
+                    result["worker_cores"] = [round(s / window, 3) for s in workers_spent]
             result.update(
-                store_fields(store, args, redis_spent, replicas_spent, result["moves"], window)
+                store_fields(
+                    store, args, redis_spent, replicas_spent, result["moves"], window, ai_moves
+                )
             )
             if idle_spent is not None:
                 result["redis_idle_cores"] = [round(s / idle_window, 3) for s in idle_spent]
@@ -786,6 +965,8 @@ def _with_private_server(args: argparse.Namespace) -> dict[str, Any]:
                 ]
             return result
         finally:
+            if workers is not None:
+                workers.stop()
             for proc in procs:
                 proc.terminate()
             for proc in procs:

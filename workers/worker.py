@@ -18,6 +18,12 @@ through the fair queue (``shared/bus/fair_queue.py``); each worker counts itself
 dispatch window with its heartbeat and admits the next jobs after each job and in each
 idle round.
 
+What need not be done per job is not: the heartbeat (the worker's hash and its place in
+the dispatch window) goes at most every ``BEAT_EVERY_S``, the look for jobs of dead
+workers (``XAUTOCLAIM``) at most every ``reclaim_every_s`` of the lease while it finds
+none, and a search shorter than half its lease is not checked for a lost lease before
+its move is posted (no other worker can have taken a job idle for less than the lease).
+
 Analysis jobs (``server/services/analysis.py`` starts them) come on a stream of their own,
 ``kibitz:analysis:jobs``, read through the same group: a worker takes one only when the
 live stream has nothing for it, searches it for a short fixed budget, and writes the
@@ -100,6 +106,10 @@ def __getattr__(name: str) -> str:
 
 
 BLOCK_MS = 500  # an idle round: heartbeat, dispatch, reclaim, then wait this long for a job
+#: The heartbeat's period, well inside HEARTBEAT_TTL_S and the fair queue's WORKER_TTL_MS
+#: (a searching worker's lease keeper beats in the dispatch window at every tick too).
+BEAT_EVERY_S = 1.0
+RECLAIM_EVERY_S = 0.5  # the longest wait between two looks for jobs of dead workers
 MAX_DELIVERIES = 3  # a job delivered more often than this (its workers died) is dead
 HEARTBEAT_TTL_S = 15
 MAX_TICK_S = 0.25  # the lease keeper's period is lease/3, at most this
@@ -142,6 +152,9 @@ class Worker:
         self.analysed = 0  # analysis jobs done (also counted in ``done``)
         self.engines = EnginePool(config.engines)  # UCI engines serving some games' jobs
         self.outage = Outage()
+        self.beats = Every(BEAT_EVERY_S)
+        self.reclaims = Every(reclaim_every_s(config.lease_ms))
+        self.analysis_reclaims = Every(reclaim_every_s(config.lease_ms))
 
     def run(self) -> int:
         """Work until stopped (SIGTERM/SIGINT) or ``max_jobs`` are done."""
@@ -172,13 +185,16 @@ class Worker:
         return 0
 
     def _round(self) -> None:
-        """Heartbeat and dispatch, then one job if there is one (waiting up to BLOCK_MS)."""
-        self._heartbeat()
+        """Heartbeat (when due) and dispatch, then one job if there is one (waiting up to
+        BLOCK_MS)."""
+        asked = time.monotonic()  # before any read: a job read now is held since then
+        if self.beats.due():
+            self._heartbeat()
         self.fair.dispatch()  # after each job and each idle round: admission never stalls
         # Live jobs first; an analysis job only when none is there.
         entry = self._reclaim() or self._read(wait=False)
         if entry is not None:
-            self._process(entry)
+            self._process(entry, asked)
             return
         work = self._next_analysis()
         if work is not None:
@@ -186,7 +202,7 @@ class Worker:
             return
         entry = self._read()
         if entry is not None:
-            self._process(entry)
+            self._process(entry, asked)
 
     def _stop(self, *_: Any) -> None:
         self.stopping = True
@@ -212,9 +228,13 @@ class Worker:
         self.fair.beat(self.name)
 
     def _reclaim(self) -> Entry | None:
-        """A job whose worker stopped answering, if any (its lease has run out)."""
+        """A job whose worker stopped answering, if any (its lease has run out); looked
+        for when due (:func:`reclaim_every_s`), and again at once after one was found."""
+        if not self.reclaims.due():
+            return None
         for entry in self.jobs.claim():
             log.info("reclaimed job entry %s", entry.id)
+            self.reclaims.again()
             return entry
         return None
 
@@ -225,9 +245,12 @@ class Worker:
         return None
 
     def _next_analysis(self) -> Entry | None:
-        """An analysis job: one whose worker stopped answering, else a new one (no wait)."""
-        for entry in self.analysis_jobs.claim():
-            return entry
+        """An analysis job: one whose worker stopped answering (looked for as live ones
+        are), else a new one (no wait)."""
+        if self.analysis_reclaims.due():
+            for entry in self.analysis_jobs.claim():
+                self.analysis_reclaims.again()
+                return entry
         for entry in self.analysis_jobs.read(wait=False):
             return entry
         return None
@@ -272,7 +295,8 @@ class Worker:
             if watch.cut:
                 self.hurried += 1
 
-    def _process(self, entry: Entry) -> None:
+    def _process(self, entry: Entry, held_since: float) -> None:
+        """A live job read (or claimed) no earlier than ``held_since`` (monotonic)."""
         try:
             job = Job.from_fields(entry.fields)
         except ProtocolError as exc:
@@ -293,13 +317,15 @@ class Worker:
             self.jobs.ack(entry.id)
             self.dropped += 1
             return
-        self._search(entry, job)
+        self._search(entry, job, held_since)
 
-    def _search(self, entry: Entry, job: Job) -> None:
+    def _search(self, entry: Entry, job: Job, held_since: float) -> None:
         """Search a live job under its lease and post the move (unless nobody needs it)."""
         job = self._on_the_clock(job)
         cancel = CancelToken()
-        keeper = LeaseKeeper(self.lease_bus, self.name, entry.id, job, cancel, self.config)
+        keeper = LeaseKeeper(
+            self.lease_bus, self.name, entry.id, job, cancel, self.config, held_since
+        )
         keeper.start()
         try:
             progress = ProgressPublisher(self.bus, job)
@@ -345,6 +371,33 @@ class Worker:
             time_ms = left if budget.time_ms is None else min(budget.time_ms, left)
             capped = Budget(depth=budget.depth, time_ms=time_ms, nodes=budget.nodes)
         return replace(job, budget=capped)
+
+
+def reclaim_every_s(lease_ms: int) -> float:
+    """How often a worker looks for jobs of dead workers while it finds none: they are
+    reclaimable only once idle for the lease, so a quarter of it (at most
+    ``RECLAIM_EVERY_S``) adds little to a dead worker's job's wait."""
+    return min(RECLAIM_EVERY_S, lease_ms / 4000)
+
+
+class Every:
+    """A step taken at most once per ``period_s`` (on the monotonic clock)."""
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s = period_s
+        self._next = 0.0
+
+    def due(self) -> bool:
+        """Whether the step is due now; if so, the next is ``period_s`` from now."""
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + self.period_s
+        return True
+
+    def again(self) -> None:
+        """The step is due again at once."""
+        self._next = 0.0
 
 
 def job_policy(lease_ms: int) -> ConsumerPolicy:
@@ -409,7 +462,10 @@ class LeaseKeeper:
     Every tick (lease/3, at most ``MAX_TICK_S``) a background thread, on a Redis
     connection of its own, resets the job's idle time (so no other worker reclaims it
     while this one is alive), refreshes the worker's place in the dispatch window, and
-    reads the room's version. It cancels the search when the room moved on
+    reads the room's version; the last look, once the search is over, only reads the
+    version while the job has been held for less than half the lease (``held_since``:
+    when the read that delivered it, or the last renewal, was sent): nobody can have
+    taken it over yet. It cancels the search when the room moved on
     (``moved_on``: post nothing) or another worker owns the job now (``lost``: post
     nothing, leave the entry alone), and hurries it (``hurried``: post the best move so
     far) when the fair queue says a waiting newcomer needs this worker. A frozen worker
@@ -424,6 +480,7 @@ class LeaseKeeper:
         job: Job,
         cancel: CancelToken,
         config: WorkerConfig,
+        held_since: float,
     ) -> None:
         self.bus = bus
         self.worker = worker
@@ -432,6 +489,8 @@ class LeaseKeeper:
         self.cancel = cancel
         self.lane = owner_lane(job.owner, job.room)
         self.tick_s = min(MAX_TICK_S, max(0.01, config.lease_ms / 3000))
+        self.lease_s = config.lease_ms / 1000
+        self.held_since = held_since
         self.lost = False
         self.moved_on = False
         self.hurried = False
@@ -449,28 +508,44 @@ class LeaseKeeper:
         self._stopped.set()
         self._thread.join(timeout=15)
         try:
-            self.renew(may_yield=False)
+            if time.monotonic() - self.held_since < self.lease_s / 2:
+                self.look()
+            else:
+                self.renew(searching=False)
         except BusError as exc:  # posting is harmless: results are versioned
             log.warning("could not check job %s before posting: %s", self.job.job_id, exc)
 
     def _run(self) -> None:
         while not self._stopped.wait(self.tick_s):
             try:
-                self.renew(may_yield=True)
+                self.renew(searching=True)
             except BusError as exc:  # the next tick tries again
                 log.warning("could not renew the lease of %s: %s", self.job.job_id, exc)
 
-    def renew(self, may_yield: bool) -> None:
+    def look(self) -> None:
+        """Whether the room moved on: the lease is still held (see the class doc)."""
+        if self.bus.room_version(self.job.room) != self.job.version:
+            self.moved_on = True
+            self.cancel.cancel()
+
+    def renew(self, searching: bool) -> None:
+        """Renew the lease and look at the room; while ``searching``, also beat in the
+        dispatch window (the worker's own beat waits for the search to end) and see
+        whether to yield."""
+        asked = time.monotonic()
         lease = self.bus.renew_lease(self.entry_id, self.worker, self.job.room)
-        self._fair.beat(self.worker)
+        if searching:
+            self._fair.beat(self.worker)
         if not lease.owned:
             self.lost = True
             self.cancel.cancel()
-        elif lease.room_version != self.job.version:
+            return
+        self.held_since = asked
+        if lease.room_version != self.job.version:
             self.moved_on = True
             self.cancel.cancel()
         elif (
-            may_yield
+            searching
             and not self.cancel.cancelled
             and (time.monotonic() - self._started) * 1000 >= YIELD_AFTER_MS
             and self._fair.should_yield(self.lane)

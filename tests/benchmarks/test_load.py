@@ -1,4 +1,5 @@
-"""``kibitz bench load`` for games: the summary's counts, and ``--think-ms`` pacing."""
+"""``kibitz bench load`` for games: the summary's counts, ``--think-ms`` pacing, and
+games against the AI (``--ai``)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,31 @@ def test_players_who_think_move_at_their_pace() -> None:
 def test_think_ms_out_of_place_is_a_usage_error(args: list[str]) -> None:
     out = _bench(*args, timeout=60)
     assert out.returncode == 2 and "--think-ms" in out.stderr
+
+
+def test_games_against_the_ai_on_one_redis() -> None:
+    out = _bench("--game", "othello", "--ai", "1", "--games", "2", "--concurrency", "2",
+                 "--max-seconds", "8", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["errors"] == 0 and summary["games"] == 2 and summary["redis"] == "single"
+    assert 0 < summary["ai_moves"] < summary["moves"]
+    assert summary["ai_moves"] + summary["human_moves"] == summary["moves"]
+    assert summary["ai_workers"] == 2 and "redis_control_primary" not in summary
+    assert len(summary["redis_cpu_ms_per_ai_move_per_primary"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--ai", "0"],
+        ["--ai", "9"],
+        ["--ai", "1", "--spectators", "4"],
+        ["--ai-workers", "2"],
+        ["--ai", "1", "--ai-workers", "0"],
+        ["--ai", "1", "--ai-workers", "2", "--url", "http://127.0.0.1:9"],
+    ],
+)
+def test_ai_flags_out_of_place_are_usage_errors(args: list[str]) -> None:
+    out = _bench(*args, timeout=60)
+    assert out.returncode == 2 and "--ai" in out.stderr, out.stderr

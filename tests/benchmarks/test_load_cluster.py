@@ -26,7 +26,12 @@ from kibitz.benchmarks.cpu_limit import (
     period_us,
     quota_us,
 )
-from kibitz.benchmarks.load import PrivateStore, private_store, store_fields
+from kibitz.benchmarks.load import (
+    PrivateStore,
+    control_slot_seconds,
+    private_store,
+    store_fields,
+)
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.embedded_cluster import Redis7MissingError, find_cluster_binaries
 
@@ -150,6 +155,22 @@ def test_the_summary_has_each_primarys_cpu() -> None:
     assert single["redis_replicas"] == 0 and "redis_groups_per_primary" not in single
     assert single["redis_replica_nodes"] == 0
     assert single["redis_cpu_ms_per_move_per_primary"] == [2.0]
+    assert "redis_control_slot_cpu_ms_per_move" not in single
+
+
+def test_the_control_slot_is_its_primary_less_its_groups_share() -> None:
+    # The others: 1.0 s over 40 groups, 0.025 s a group; the control primary's 20 groups
+    # are 0.5 s of its 1.2 s, so the control slot used 0.7 s.
+    assert control_slot_seconds([0.6, 1.2, 0.4], [20, 20, 20], 1) == pytest.approx(0.7)
+    assert control_slot_seconds([1.0], [64], 0) is None  # one primary: nothing to tell apart
+    store = PrivateStore("cluster", "redis+cluster://x", [11, 12, 13],
+                         groups_per_primary=[20, 20, 20], control_primary=1)  # fmt: skip
+    args = argparse.Namespace(redis_replicas=0, redis_cpu_limit=None)
+    out = store_fields(store, args, [0.6, 1.2, 0.4], [], moves=1000, seconds=10.0, ai_moves=500)
+    assert out["redis_control_cpu_ms_per_move"] == 1.2
+    assert out["redis_control_slot_cpu_ms_per_move"] == 0.7
+    assert out["redis_control_slot_cpu_ms_per_ai_move"] == 1.4
+    assert out["redis_cpu_ms_per_ai_move_per_primary"] == [1.2, 2.4, 0.8]
 
 
 def _summary(out: subprocess.CompletedProcess[str]) -> dict[str, object]:
@@ -191,3 +212,33 @@ def test_bench_on_a_private_cluster(primaries: int) -> None:
     # Six games need not put a room on every primary: each reports its share, some do work.
     assert all(isinstance(ms, float) and ms >= 0 for ms in per_primary)
     assert sum(per_primary) > 0
+
+
+def test_bench_against_the_ai_on_a_cluster() -> None:
+    """Games against the AI at level 1 through a 3-primary cluster: the AI's moves counted
+    beside the client's, the control slot's primary named, each primary's CPU per move
+    and per AI move, and the workers' CPU."""
+    _need_redis7()
+    summary = _summary(_bench("--game", "othello", "--ai", "1", "--redis-cluster", "3",
+                              "--games", "2", "--concurrency", "2", "--max-seconds", "8",
+                              "--json", timeout=60))  # fmt: skip
+    assert summary["errors"] == 0 and summary["games"] == 2 and summary["ai_level"] == 1
+    assert summary["connections"] == 2  # one a game: the AI needs none
+    ai_moves, human_moves = summary["ai_moves"], summary["human_moves"]
+    assert isinstance(ai_moves, int) and isinstance(human_moves, int)
+    assert ai_moves > 0 and ai_moves + human_moves == summary["moves"]
+    assert abs(ai_moves - human_moves) <= 2  # the sides alternate (a pass is a move)
+    reply = summary["ai_reply_ms"]
+    assert isinstance(reply, dict) and 0 < reply["p50"] <= reply["max"]
+    control = summary["redis_control_primary"]
+    assert control in range(3)
+    per_primary = summary["redis_cpu_ms_per_move_per_primary"]
+    per_ai_move = summary["redis_cpu_ms_per_ai_move_per_primary"]
+    assert isinstance(per_primary, list) and isinstance(per_ai_move, list)
+    assert len(per_primary) == len(per_ai_move) == 3
+    assert summary["redis_control_cpu_ms_per_move"] == per_primary[control] > 0
+    slot = summary["redis_control_slot_cpu_ms_per_ai_move"]
+    assert isinstance(slot, float) and 0 <= slot <= per_ai_move[control]
+    assert summary["ai_workers"] == 2
+    worker_ms = summary["worker_cpu_ms_per_ai_move"]
+    assert isinstance(worker_ms, float) and worker_ms > 0
