@@ -90,6 +90,8 @@ from kibitz.shared.bus import keys
 from kibitz.shared.bus.chat import ChatLog
 from kibitz.shared.bus.connect import AsyncClient
 from kibitz.shared.bus.consumer import AsyncConsumer, ConsumerPolicy, Entry, consumer_of
+from kibitz.shared.bus.errors import BusError
+from kibitz.shared.bus.stopping import raise_if_stopping
 from kibitz.shared.bus.store import FINISHED_TTL_MS, WAITING_TTL_MS
 
 log = logging.getLogger(__name__)
@@ -361,17 +363,30 @@ class Archiver:
     async def _idle_in_groups(self, before_ms: int) -> list[str]:
         """On a Redis Cluster, one sweep's lobby entries: each group's lobby in turn, from
         where the last round stopped, until SWEEP_BATCH entries are found or every group
-        was looked at once (so a round reads at most one page of each group)."""
+        was looked at once (so a round reads at most one page of each group). A group whose
+        primary is down (failing over) is passed over this round; only if every group
+        failed does the round raise."""
         found: list[str] = []
+        failed: list[BaseException] = []
         for _ in keys.groups():
             group = self._sweep_group % keys.group_count()
             offset = self._sweep_offsets.get(group, 0)
             want = SWEEP_BATCH - len(found)
-            ids = await self.store.live_rooms_idle_since(before_ms, offset, want, group=group)
+            try:
+                ids = await self.store.live_rooms_idle_since(before_ms, offset, want, group=group)
+            except (BusError, OSError) as exc:
+                raise_if_stopping()
+                failed.append(exc)
+                self._sweep_group = group + 1
+                continue
             found += ids
             if len(ids) == want:  # the page is full: this group goes on next round
                 self._sweep_offsets[group] = offset + len(ids)
                 break
             self._sweep_offsets[group] = 0  # done with it: from its oldest next time
             self._sweep_group = group + 1
+        if failed:
+            if len(failed) == keys.group_count():
+                raise failed[0]
+            log.warning("idle-game sweep: %d slot groups passed over (%s)", len(failed), failed[0])
         return found

@@ -265,6 +265,17 @@ def bus_errors() -> Iterator[None]:
         yield
     except RedisClusterException as exc:
         raise _bus_error(exc) from exc
+    except RuntimeError as exc:
+        if not closed_transport(exc):
+            raise
+        raise redis.ConnectionError(f"Redis Cluster: {exc}") from exc
+
+
+def closed_transport(exc: BaseException) -> bool:
+    """Whether ``exc`` is uvloop's refusal to write to a connection already closed (a
+    pooled connection to a node that was killed, picked before redis-py noticed): a lost
+    connection, not a bug."""
+    return isinstance(exc, RuntimeError) and "unable to perform operation on" in str(exc)
 
 
 #: What redis-py's cluster client says of a command it cannot send as it is (the
@@ -556,6 +567,11 @@ class ClusterRedis(aioredis.Redis):
                 # the links, and if no other command comes to make it do so).
                 self._refresh_soon()
                 raise
+            except RuntimeError as exc:
+                if not closed_transport(exc):
+                    raise
+                self._refresh_soon()
+                raise aioredis.ConnectionError(f"Redis Cluster: {exc}") from exc
 
     # redis-py's asyncio client returns an AsyncScript too; its stubs say Script.
     def register_script(self, script: str | bytes | memoryview) -> AsyncScript:  # type: ignore[override]

@@ -32,14 +32,28 @@ named field of :class:`ConsumerPolicy`. This module decides:
   one ``XREADGROUP`` of several streams: their keys are in different slots).
   :class:`GroupedConsumer` reads one consumer group on all of them: every stream's group
   is made, claims (``XAUTOCLAIM``) and new reads (``XREADGROUP ... >``, not blocking) go
-  to every stream at once in one pipeline (redis-py's cluster pipeline sends each cluster
-  node its own commands, in parallel). A pass that found entries is followed at once by
-  the next; after an empty one the wait is ``poll_s``, doubling after each further empty
-  pass up to ``idle_poll_s`` (an idle node costs each stream one read a second, and a
-  claim every ``claim_every_s``). Each entry carries its stream (:attr:`Entry.stream`),
-  so its acknowledgement, tries and burial go to that stream's group. A claim or read
-  pass hands out at most about ``count`` entries in all (``ceil(count / streams)`` from
-  each stream).
+  to every stream in one pass: on a single Redis in one pipeline; on a Redis Cluster each
+  command on its own, all at once (ClusterRedis sends a primary's together down its one
+  pipelined link), but the reads, which go through redis-py's pool (a read may block),
+  in one pipeline while every stream answers (redis-py sends each primary its part at
+  once). A pass that found entries is followed at once by the next; after an empty one
+  the wait is ``poll_s``, doubling after each further empty pass up to ``idle_poll_s``
+  (an idle node costs each stream one read a second, and a claim every
+  ``claim_every_s``). Each entry carries its stream (:attr:`Entry.stream`), so its
+  acknowledgement, tries and burial go to that stream's group. A claim or read pass
+  hands out at most about ``count`` entries in all (``ceil(count / streams)`` from each
+  stream).
+- **A primary down.** A stream that fails in a pass (an error reply, or its primary
+  killed, frozen past the client's command timeout, or failing over) is left out of that
+  pass, and its entries stay where they are, to be read or claimed at a later one; the
+  other primaries' streams are handed out meanwhile. Only a pass in which every stream
+  failed raises. Such failures are logged when they begin, then at most every
+  ``FAILURES_LOG_EVERY_S`` while they last, and when they end. Meanwhile the reads too
+  go command by command, not in redis-py's cluster pipeline (see :func:`_at_once`); the
+  pipelined read that met the failure is made again that way at once, and what it had
+  read on the other primaries, lost on the way back, is claimed later. On a Redis
+  Cluster acknowledgements go command by command; one that fails raises once the others
+  are done (its entries stay pending, to be claimed again).
 
 Redis errors reach the caller as the bus's error types (``shared/bus/errors.py``).
 :class:`StreamConsumer` runs on an asyncio client (the nodes), :class:`BlockingConsumer`
@@ -53,10 +67,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
-from kibitz.shared.bus.connect import AsyncClient, BlockingClient
-from kibitz.shared.bus.errors import BusConnectionError, BusResponseError, BusTimeoutError
+from kibitz.shared.bus.connect import AsyncClient, BlockingClient, ClusterRedis
+from kibitz.shared.bus.errors import (
+    BusConnectionError,
+    BusError,
+    BusResponseError,
+    BusTimeoutError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +87,13 @@ MAX_COUNT = 1_000  # the most entries one claim or read may ask for
 POLL_S = 0.25  # a GroupedConsumer's first wait after a read that found nothing ...
 IDLE_POLL_S = 1.0  # ... doubled after each such read, up to this
 CLAIM_EVERY_S = 1.0  # a GroupedConsumer's least wait between two claims that found nothing
+#: While some of a GroupedConsumer's streams fail pass after pass, a warning this often.
+FAILURES_LOG_EVERY_S = 30.0
+
+T = TypeVar("T")
+#: ``command(target, consumer)``: one command on ``consumer``'s stream, queued on
+#: ``target`` (a pipeline), or sent (``target`` a client: it returns the coroutine).
+PassCommand: TypeAlias = Callable[[Any, "StreamConsumer"], Any]
 
 
 class Unparsable(Exception):  # noqa: N818 (it names what the entry is, as Redis errors do)
@@ -461,6 +487,9 @@ class GroupedConsumer:
             for name in names
         }
         self._next_claim = 0.0
+        #: since when some streams fail each pass (meanwhile no pipelined reads)
+        self._failing_since: float | None = None
+        self._warned_at = 0.0  # when that was last logged
 
     @property
     def streams(self) -> list[str]:
@@ -477,44 +506,105 @@ class GroupedConsumer:
             ) from None
 
     async def ensure_group(self) -> None:
-        """Make the group on every stream (and the streams) unless it exists: one pipeline."""
-        async with self.client.pipeline(transaction=False) as pipe:
-            for name in self.consumers:
-                pipe.xgroup_create(name, self.policy.group, id="0", mkstream=True)
-            replies = await pipe.execute(raise_on_error=False)
-        for reply in replies:
-            if isinstance(reply, BaseException) and not group_exists(reply):
-                raise reply
+        """Make the group on every stream (and the streams) unless it exists, in one pass
+        (:meth:`_replies`). A stream that failed (its primary down) gets its group at a
+        later pass, which finds it missing; if every stream failed, that raises."""
+        p = self.policy
 
-    async def _each(self, command: Callable[[Any, StreamConsumer], None]) -> list[Any]:
-        """``command(pipe, consumer)`` for every stream's consumer, in one pipeline; the
-        replies in the streams' order. A stream whose group is gone has it made again and
-        replies None. A stream Redis refused otherwise, or whose primary was lost (a
-        failover under way: ``CLUSTERDOWN``, a closed connection...), replies None too and
-        is logged, so that the others' entries are still handed out (the lost ones stay
-        where they were, to be read or claimed later); if every stream failed, that
-        raises, as does a pipeline redis-py could not send at all."""
-        consumers = list(self.consumers.values())
-        async with self.client.pipeline(transaction=False) as pipe:
-            for consumer in consumers:
-                command(pipe, consumer)
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        def command(target: Any, consumer: StreamConsumer) -> Any:
+            return target.xgroup_create(consumer.policy.stream, p.group, id="0", mkstream=True)
+
+        replies = await self._replies(command)
+        failures = [
+            (consumer.policy.stream, reply)
+            for consumer, reply in replies
+            if isinstance(reply, BaseException) and not group_exists(reply)
+        ]
+        self._tolerate(failures, len(replies))
+
+    async def _each(
+        self, command: PassCommand, pipelined: bool = False
+    ) -> list[tuple[StreamConsumer, Any]]:
+        """``command(target, consumer)`` for every stream's consumer (:meth:`_replies`);
+        each consumer with its reply, in the streams' order. A stream whose group is gone
+        has it made again and replies None. A stream Redis refused otherwise, or whose
+        primary is down (killed, frozen, failing over), replies None too, so that the
+        others' entries are still handed out (the failed ones stay where they are, to be
+        read or claimed later); if every stream failed, that raises."""
+        replies: list[tuple[StreamConsumer, Any]] = []
         failures: list[tuple[str, BaseException]] = []
-        for i, (consumer, reply) in enumerate(zip(consumers, replies, strict=True)):
+        for consumer, reply in await self._replies(command, pipelined):
             if isinstance(reply, BaseException):
-                replies[i] = None
                 if missing_group(reply):
                     await consumer.ensure_group()
                 else:
                     failures.append((consumer.policy.stream, reply))
-        if failures:
-            if len(failures) == len(consumers):
-                raise failures[0][1]
-            log.warning(
-                "%d of %d streams refused (%s: %s); the others were read",
-                len(failures), len(consumers), failures[0][0], failures[0][1],
-            )  # fmt: skip
+                reply = None
+            replies.append((consumer, reply))
+        self._tolerate(failures, len(replies))
         return replies
+
+    async def _replies(
+        self, command: PassCommand, pipelined: bool = False
+    ) -> list[tuple[StreamConsumer, Any]]:
+        """``command(target, consumer)`` for every stream's consumer; each consumer with
+        its reply, in the streams' order, an error reply as its exception.
+
+        On a single Redis, in one pipeline, as it fails. On a Redis Cluster, each command
+        on its own, all at once (:func:`_at_once`; ClusterRedis sends a primary's together
+        down its one pipelined link), a stream whose primary is down replying the bus's
+        error. But ``pipelined`` ones (the reads, which redis-py sends through its pool,
+        each on a connection of its own) go in one cluster pipeline while every stream
+        answers: a pipeline that fails (it raises as a whole) is done again command by
+        command, and so are the passes after it until every stream answers again. (What
+        the failed pipeline read on the other primaries is lost on the way back: it is
+        claimed later.)"""
+        consumers = list(self.consumers.values())
+        client = self.client
+        if not isinstance(client, ClusterRedis):
+            return list(zip(consumers, await self._pipeline(command), strict=True))
+        if pipelined and self._failing_since is None:
+            try:
+                replies = await asyncio.wait_for(self._pipeline(command), client.timeout_s)
+                return list(zip(consumers, replies, strict=True))
+            except (BusError, TimeoutError) as exc:
+                log.info("a pipelined pass over %s failed (%s: %s); again command by command",
+                         self.policy.group, type(exc).__name__, exc)  # fmt: skip
+        calls = [command(client, consumer) for consumer in consumers]
+        return list(zip(consumers, await _at_once(calls, client.timeout_s), strict=True))
+
+    async def _pipeline(self, command: PassCommand) -> list[Any]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for consumer in self.consumers.values():
+                command(pipe, consumer)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies
+
+    def _tolerate(self, failures: list[tuple[str, BaseException]], streams: int) -> None:
+        """A pass's failed streams (name, error), of ``streams``: if every one failed, the
+        first error raises; else the pass goes on without them, which is logged as a
+        WARNING when failures begin and then at most every ``FAILURES_LOG_EVERY_S`` while
+        they last (4 passes a second must not log 4 lines), and at INFO when they end."""
+        if failures and len(failures) == streams:
+            raise failures[0][1]
+        now = time.monotonic()
+        if not failures:
+            if self._failing_since is not None:
+                log.info("every stream of %s answers again (after %.0f s)",
+                         self.policy.group, now - self._failing_since)  # fmt: skip
+                self._failing_since = None
+            return
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._warned_at < FAILURES_LOG_EVERY_S:
+            return
+        self._warned_at = now
+        stream, error = failures[0]
+        log.warning(
+            "%d of %d streams of %s failed (%s: %s); the others are read, the failed ones "
+            "again at each pass (said again every %.0f s while it lasts)",
+            len(failures), streams, self.policy.group, stream, error, FAILURES_LOG_EVERY_S,
+        )  # fmt: skip
 
     async def claim(self) -> list[Entry]:
         """Entries other consumers left idle past ``claim_idle_ms`` on any stream, now
@@ -523,29 +613,29 @@ class GroupedConsumer:
             return []
         p = self.policy
 
-        def command(pipe: Any, consumer: StreamConsumer) -> None:
-            pipe.xautoclaim(
+        def command(target: Any, consumer: StreamConsumer) -> Any:
+            return target.xautoclaim(
                 consumer.policy.stream, p.group, self.consumer, p.claim_idle_ms,
                 consumer._cursor, count=self.per_stream,
             )  # fmt: skip
 
-        replies = await self._each(command)
         entries: list[Entry] = []
-        for consumer, reply in zip(self.consumers.values(), replies, strict=True):
+        for consumer, reply in await self._each(command):
             if reply is not None:
                 entries += await consumer._claimed(reply)
         self._next_claim = time.monotonic() + (0.0 if entries else self.claim_every_s)
         return entries
 
     async def read_once(self) -> list[Entry]:
-        """New entries of every stream, not waiting: one pipelined pass."""
+        """New entries of every stream, not waiting: one pass (:meth:`_replies`)."""
         p = self.policy
 
-        def command(pipe: Any, consumer: StreamConsumer) -> None:
+        def command(target: Any, consumer: StreamConsumer) -> Any:
             streams = {consumer.policy.stream: ">"}
-            pipe.xreadgroup(p.group, self.consumer, streams, count=self.per_stream)
+            return target.xreadgroup(p.group, self.consumer, streams, count=self.per_stream)
 
-        return [entry for reply in await self._each(command) for entry in read_entries(reply)]
+        replies = await self._each(command, pipelined=True)
+        return [entry for _, reply in replies for entry in read_entries(reply)]
 
     async def read(self) -> list[Entry]:
         """New entries of every stream; while there are none, passes as the waits between
@@ -568,13 +658,23 @@ class GroupedConsumer:
 
     async def ack_entries(self, *entries: Entry) -> None:
         """Done with these entries: each acknowledged on its stream (and deleted, with
-        ``delete_acked``), every stream's in one pipeline."""
+        ``delete_acked``): on a single Redis every stream's in one pipeline, on a Redis
+        Cluster each stream's on its own, all at once (:func:`_at_once`). If a stream's
+        failed (its primary down, or an error reply), its error raises once the others
+        are done: its entries stay pending, to be claimed again."""
         ids: dict[str, list[str]] = {}
         for entry in entries:
             ids.setdefault(self.of(entry).policy.stream, []).append(entry.id)
         if not ids:
             return
-        async with self.client.pipeline(transaction=False) as pipe:
+        client = self.client
+        if isinstance(client, ClusterRedis):
+            acks = [self.consumers[stream].ack(*entry_ids) for stream, entry_ids in ids.items()]
+            for result in await _at_once(acks, client.timeout_s):
+                if isinstance(result, BaseException):
+                    raise result
+            return
+        async with client.pipeline(transaction=False) as pipe:
             for stream, entry_ids in ids.items():
                 pipe.xack(stream, self.policy.group, *entry_ids)
                 if self.policy.delete_acked:
@@ -618,6 +718,36 @@ def consumer_of(
     if len(streams) == 1:
         return StreamConsumer(client, replace(policy, stream=streams[0]), consumer)
     return GroupedConsumer(client, policy, consumer, streams)
+
+
+async def _at_once(calls: Sequence[Awaitable[T]], within_s: float) -> list[T | BusError]:
+    """The calls (of a Redis Cluster's client) at once; each one's result, or the bus's
+    error that failed it, or a timeout error if it had not answered within ``within_s``
+    (the client's command timeout: it is cancelled then, so a frozen primary holds a pass
+    up no longer). Any other exception raises.
+
+    How :class:`GroupedConsumer` reaches many streams of a Redis Cluster when one of their
+    primaries may be down, rather than redis-py's cluster pipeline: one of those that
+    cannot reach a node raises as a whole (``raise_on_error`` notwithstanding), and
+    before each of its tries again it closes the client's connections to every node,
+    failing what the process has under way on them (a move's commit among them)."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        await asyncio.wait(tasks, timeout=within_s)
+    finally:
+        for task in tasks:
+            task.cancel()  # (a no-op for those done)
+    results: list[T | BusError] = []
+    for task in tasks:
+        if not task.done() or task.cancelled():
+            results.append(BusTimeoutError(f"no answer within {within_s} s"))
+        elif (error := task.exception()) is None:
+            results.append(task.result())
+        elif isinstance(error, BusError):
+            results.append(error)
+        else:
+            raise error
+    return results
 
 
 async def ensure_group(client: AsyncClient, stream: str, group: str) -> None:

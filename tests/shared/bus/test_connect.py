@@ -13,6 +13,7 @@ from kibitz.shared.bus.connect import (
     ClusterRedis,
     ClusterURL,
     blocking_client,
+    bus_errors,
     cluster_url,
     command_client,
     configure_keys,
@@ -139,3 +140,13 @@ async def test_an_unreachable_cluster_is_a_lost_connection_not_a_crash() -> None
             blocking.get("kibitz:{c}:x")
     finally:
         blocking.close()
+
+
+def test_a_write_to_a_closed_transport_is_a_lost_connection() -> None:
+    """uvloop refuses a write to a pooled connection whose node was killed with a
+    RuntimeError: the bus's callers see a lost connection (and retry), not a bug."""
+    uvloop_says = "unable to perform operation on <TCPTransport closed=True>; the handler is closed"
+    with pytest.raises(BusConnectionError, match="the handler is closed"), bus_errors():
+        raise RuntimeError(uvloop_says)
+    with pytest.raises(RuntimeError, match="something else"), bus_errors():
+        raise RuntimeError("something else")

@@ -10,6 +10,7 @@ replayed it, a node queued it again) archived once."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -39,7 +40,7 @@ from kibitz.shared.bus.consumer import (
     StreamConsumer,
     consumer_of,
 )
-from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
+from kibitz.shared.bus.embedded_cluster import EmbeddedCluster, EmbeddedClusterNode
 from kibitz.shared.bus.errors import BusError
 from kibitz.shared.bus.seat_keys import SeatKeys
 from kibitz.shared.protocol.client_in import Create, Join, PlayMove
@@ -49,6 +50,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.redis_cluster]
 
 GROUP = "testers"
 LOOP_S = 15.0  # every loop below is bounded in time
+LOGGER = "kibitz.shared.bus.consumer"
 
 
 def _streams() -> list[str]:
@@ -260,51 +262,127 @@ async def test_a_stream_whose_slot_moves_is_followed(own_cluster: EmbeddedCluste
         await client.aclose()
 
 
-async def test_the_entries_of_a_failed_primary_are_handled_after_its_failover(
-    tmp_path: Path,
+#: The command timeout of the client of the test below, which freezes a primary: a read
+#: pass waits this long for it.
+FROZEN_TIMEOUT_S = 2.0
+
+
+def _hold_failover(cluster: EmbeddedCluster, primary: EmbeddedClusterNode, held: bool) -> None:
+    """Whether the replicas of ``primary`` may take over from it."""
+    for replica in cluster.replicas_of(primary):
+        with replica.client() as node:
+            node.config_set("cluster-replica-no-failover", "yes" if held else "no")
+
+
+async def _write(client: AsyncClient, streams: list[str], n: str) -> set[tuple[str, str]]:
+    return {(stream, str(await client.xadd(stream, {"n": n}))) for stream in streams}
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER and r.levelno == level]
+
+
+async def _hand_out_until(
+    consumer: GroupedConsumer, handed: Counter[tuple[str, str]], wanted: set[tuple[str, str]]
 ) -> None:
-    """A primary killed (-9) while its streams hold entries: the consumer's passes fail
-    while nobody serves those slots (the caller's supervisor starts it again), then go
-    on once its replica took over; every entry written before (and replicated) and after
-    is handled, none lost. What a failover can replay (an acknowledgement the replica had
-    not received) comes again: the handler's writes are idempotent (the archive's upsert)."""
+    """Read and claim (each entry counted in ``handed``, then acknowledged) until every
+    entry of ``wanted`` has been handed out, for at most 30 s."""
+    deadline = time.monotonic() + 30
+    while not wanted <= set(handed) and time.monotonic() < deadline:
+        entries = await consumer.read() + await consumer.claim()
+        handed.update((entry.stream, entry.id) for entry in entries)
+        await consumer.ack_entries(*entries)
+
+
+def _live(entries: set[tuple[str, str]], down: set[str]) -> set[tuple[str, str]]:
+    """The ``(stream, id)`` of ``entries`` not on the streams of a primary down."""
+    return {(stream, entry_id) for stream, entry_id in entries if stream not in down}
+
+
+async def test_a_primary_down_holds_up_only_its_own_streams(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One primary killed (-9), later another frozen, while every primary's streams hold
+    entries. Until the killed one's replica takes over (held back here until the test
+    lets it), and while the frozen one answers nothing, the passes (making the groups,
+    claims, reads) hand out the other primaries' entries, and each read pass those
+    written meanwhile, and leave the down primary's where they are, said in one warning,
+    not one per pass; an acknowledgement on it raises, once the others' are done. After
+    the failover (the thaw) its entries are handed out too, and those written since:
+    none lost, none handed out twice. (What the first read after the fault, pipelined,
+    read on the live primaries is lost on the way back: claimed. So is what the frozen
+    primary reads when it wakes, its reader gone.)"""
+    caplog.set_level(logging.INFO, logger=LOGGER)
     cluster = EmbeddedCluster(tmp_path / "cluster", primaries=3, replicas_per_primary=1)
     cluster.start()
-    client = command_client(grouped_url(cluster))
+    client = command_client(grouped_url(cluster), timeout_s=FROZEN_TIMEOUT_S)
+    streams = _streams()
+    consumer = GroupedConsumer(client, _policy(count=100), "node0", streams, poll_s=0.05)
+    handed: Counter[tuple[str, str]] = Counter()
+
+    async def while_down(down: set[str], stranded: Entry) -> set[tuple[str, str]]:
+        """The entries written to the live streams now are handed out by the next read
+        pass, which waits for the primary down FROZEN_TIMEOUT_S at most; acknowledging
+        them with ``stranded`` (on the primary down) fails for that one alone."""
+        now = await _write(client, [s for s in streams if s not in down], "while down")
+        started = time.monotonic()
+        entries = await consumer.read_once()
+        assert time.monotonic() - started < 2.5 * FROZEN_TIMEOUT_S
+        assert {(entry.stream, entry.id) for entry in entries} == now
+        handed.update((entry.stream, entry.id) for entry in entries)
+        with pytest.raises(BusError):
+            await consumer.ack_entries(*entries, stranded)
+        for stream in set(streams) - down:  # the others acknowledged all the same
+            assert await client.xlen(stream) == 0 and await _pending(client, stream) == 0
+        return now
+
     try:
-        streams = _streams()
-        consumer = GroupedConsumer(client, _policy(count=100), "node0", streams, poll_s=0.05)
         await consumer.ensure_group()
-        written = set()
-        for stream in streams:
-            written.add((stream, str(await client.xadd(stream, {"n": "before"}))))
+        written = await _write(client, streams, "before the kill")
         for primary in cluster.primaries():  # replicated before the crash
             with primary.client() as node:
                 assert node.wait(1, 5000) == 1
-        victim = cluster.node_for_key(streams[0])
-        cluster.kill(victim)
-        handled: set[tuple[str, str]] = set()
-        failed_passes = 0
-        deadline = time.monotonic() + 60
-        replaced = asyncio.create_task(asyncio.to_thread(cluster.wait_for_failover, victim))
-        after = False
-        while time.monotonic() < deadline and not (after and handled >= written):
-            try:
-                if replaced.done() and not after:  # and new entries, once it is over
-                    for stream in streams:
-                        entry_id = await client.xadd(stream, {"n": "after"})
-                        written.add((stream, str(entry_id)))
-                    after = True
-                entries = await consumer.read() + await consumer.claim()
-                handled |= {(entry.stream, entry.id) for entry in entries}
-                await consumer.ack_entries(*entries)
-            except BusError:
-                failed_passes += 1  # nobody serves those slots yet
-                await asyncio.sleep(0.2)
-        await replaced
-        assert handled == written and len(written) == 2 * len(streams)
+
+        killed = cluster.node_for_key(streams[0])
+        on_killed = {s for s in streams if cluster.node_for_key(s).address == killed.address}
+        stranded = next(Entry(i, {}, stream=s) for s, i in written if s in on_killed)
+        await asyncio.to_thread(_hold_failover, cluster, killed, True)
+        cluster.kill(killed)
+        await _hand_out_until(consumer, handed, _live(written, on_killed))
+        assert set(handed) == _live(written, on_killed)
+        written |= await while_down(on_killed, stranded)
+        await consumer.ensure_group()  # (as a restarted archiver does)
+        assert await consumer.claim() == []
+        [warning] = _warnings(caplog)  # every pass failed on it: said once
+        assert f"{len(on_killed)} of {len(streams)} streams" in warning
+
+        await asyncio.to_thread(_hold_failover, cluster, killed, False)
+        await asyncio.to_thread(cluster.wait_for_failover, killed)
+        written |= await _write(client, streams, "after the failover")
+        await _hand_out_until(consumer, handed, written)
+        assert set(handed) == written and max(handed.values()) == 1
+        assert _warnings(caplog, logging.INFO)  # every stream answers again
+
+        caplog.clear()
+        frozen = next(p for p in cluster.primaries() if p.address != killed.address)
+        on_frozen = {s for s in streams if cluster.node_for_key(s).address == frozen.address}
+        before = await _write(client, streams, "before the freeze")
+        stranded = next(Entry(i, {}, stream=s) for s, i in before if s in on_frozen)
+        await asyncio.to_thread(_hold_failover, cluster, frozen, True)
+        cluster.freeze(frozen)
+        try:
+            await _hand_out_until(consumer, handed, _live(before, on_frozen))
+            assert set(handed) & before == _live(before, on_frozen)
+            written |= before | await while_down(on_frozen, stranded)
+            assert len(_warnings(caplog)) == 1
+        finally:
+            cluster.thaw(frozen)
+        await asyncio.to_thread(cluster.wait_ok)
+        written |= await _write(client, streams, "after the thaw")
+        await _hand_out_until(consumer, handed, written)
+        assert set(handed) == written and max(handed.values()) == 1
         for stream in streams:
-            assert await client.xlen(stream) == 0
+            assert await client.xlen(stream) == 0 and await _pending(client, stream) == 0
     finally:
         await client.aclose()
         cluster.stop()
