@@ -14,7 +14,7 @@ import pytest
 from kibitz.shared.bus import keys
 from kibitz.shared.bus.connect import AsyncClient, command_client
 from kibitz.shared.bus.embedded import EmbeddedRedis
-from kibitz.shared.bus.embedded_cluster import EmbeddedCluster
+from kibitz.shared.bus.embedded_cluster import EmbeddedCluster, EmbeddedClusterNode
 from kibitz.shared.bus.link import LinkedRedis
 from tests.conftest import flush_cluster
 
@@ -28,6 +28,13 @@ async def client(own_redis: EmbeddedRedis) -> AsyncIterator[LinkedRedis]:
     await redis.flushall()
     yield redis
     await redis.aclose()
+
+
+def replicated(primary: EmbeddedClusterNode) -> None:
+    """WAIT until a replica of ``primary`` has every write so far (at most 10 s; a
+    replica restarted just before may still be syncing)."""
+    with primary.client() as client:
+        assert client.wait(1, 10_000) >= 1, f"no replica of {primary.address} caught up"
 
 
 def grouped_url(cluster: EmbeddedCluster) -> str:

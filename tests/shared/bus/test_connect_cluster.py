@@ -37,6 +37,7 @@ from kibitz.shared.bus.link import Address
 from kibitz.shared.bus.stats import BlockingServerStats, ServerStats
 from kibitz.shared.bus.upgrade import tag_room_keys
 from tests.conftest import flush_cluster
+from tests.shared.bus.conftest import replicated
 
 GROUPS = 16
 
@@ -315,8 +316,8 @@ async def test_a_killed_primary_is_replaced_and_commands_go_on(
 ) -> None:
     room = keys.room_key("failover-" + uuid.uuid4().hex[:6])
     await own_client.hset(room, "version", 1)
-    await asyncio.sleep(0.2)  # the replica has it (replication is asynchronous)
     primary = own_cluster.node_for_key(room)
+    await asyncio.to_thread(replicated, primary)  # replication is asynchronous
     own_cluster.kill(primary)
     promoted = await asyncio.to_thread(own_cluster.wait_for_failover, primary)
     deadline = time.monotonic() + 20
@@ -411,8 +412,8 @@ async def test_a_frozen_primary_is_left_for_its_replica(own_cluster: EmbeddedClu
     try:
         own_cluster.wait_ok()
         await client.hset(room, "version", 1)
-        await asyncio.sleep(0.2)  # the replica has it
         frozen = own_cluster.node_for_key(room)
+        await asyncio.to_thread(replicated, frozen)  # a replica restarted just before syncs
         own_cluster.freeze(frozen)
         with pytest.raises(redis.TimeoutError):
             await client.hincrby(room, "version", 1)

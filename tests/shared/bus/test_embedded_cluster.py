@@ -27,6 +27,7 @@ from kibitz.shared.bus.embedded_cluster import (
     Redis7MissingError,
 )
 from tests.conftest import flush_cluster
+from tests.shared.bus.conftest import replicated
 
 NODE_TIMEOUT_MS = 1000
 
@@ -55,12 +56,6 @@ def client_from_url(url: str) -> RedisCluster:
 def client_of_live_nodes(cluster: EmbeddedCluster) -> RedisCluster:
     nodes = [ClusterNode("127.0.0.1", node.port) for node in cluster.nodes if node.live]
     return RedisCluster(startup_nodes=nodes, password=cluster.password, decode_responses=True)
-
-
-def replicated(node: EmbeddedClusterNode) -> None:
-    """WAIT until a replica of primary ``node`` has every write so far."""
-    with node.client() as client:
-        assert client.wait(1, 5000) >= 1
 
 
 def read_on_replica(node: EmbeddedClusterNode, key: str) -> str | None:
